@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class GraphsConfig(AppConfig):
+    name = "apps.graphs"
+    label = "graphs"

@@ -1,0 +1,234 @@
+"""CodefyUI-compatible graph documents: read, check, normalise and write.
+
+A document is kept as the plain JSON dict it came from, so keys we do not know survive a
+round trip. ``load`` turns text into a checked, normalised dict or raises DocumentError
+listing every problem with where it is. No Django here: the engine and the CLI use it too.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .nodes.base import resolve
+
+NOTE_TYPE = "note"
+
+# The per-tab run settings of the seed's Settings table, with their defaults.
+RUN_SETTINGS_DEFAULTS: dict[str, Any] = {
+    "record_outputs": True,
+    "verbose_internals": False,
+    "persist_weights": False,
+    "capture_gradients": False,
+    "auto_synthesize_loss": False,
+    "seed": None,
+    "deterministic": False,
+    "device": "cpu",
+}
+
+
+class DocumentError(ValueError):
+    """A graph file we cannot use. ``problems`` lists each one with where it is."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+def load(text: str | bytes) -> dict[str, Any]:
+    """Parse and check a graph file; return the normalised document."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DocumentError([f"Invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]) from None
+    except UnicodeDecodeError:
+        raise DocumentError(["The file is not UTF-8 text"]) from None
+    return normalise(raw)
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def normalise(raw: Any) -> dict[str, Any]:
+    """Check a decoded document and return a normalised copy (unknown keys kept)."""
+    if not isinstance(raw, dict):
+        raise DocumentError(["The graph must be a JSON object with 'nodes' and 'edges'"])
+    problems: list[str] = []
+    doc = dict(raw)
+    doc["name"] = _text(raw.get("name", ""), "name", problems)
+    doc["description"] = _text(raw.get("description", ""), "description", problems)
+    doc["nodes"] = _nodes(raw.get("nodes"), problems)
+    ids = {n["id"] for n in doc["nodes"] if isinstance(n, dict)}
+    doc["edges"] = _edges(raw.get("edges", []), ids, problems)
+    doc["segmentGroups"] = _segments(raw.get("segmentGroups", []), ids, problems)
+    doc["settings"] = _settings(raw.get("settings", {}), problems)
+    if problems:
+        raise DocumentError(problems)
+    return doc
+
+
+def run_settings(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document's run settings with every default filled in."""
+    return {**RUN_SETTINGS_DEFAULTS, **{k: v for k, v in doc.get("settings", {}).items()
+                                       if k in RUN_SETTINGS_DEFAULTS}}
+
+
+def node_label(node: dict[str, Any]) -> str:
+    label = node.get("data", {}).get("label")
+    return label if isinstance(label, str) and label.strip() else node["type"]
+
+
+def is_trigger(edge: dict[str, Any]) -> bool:
+    return edge.get("type") == "trigger"
+
+
+# -- the parts ----------------------------------------------------------------------------
+
+def _text(value: Any, path: str, problems: list[str]) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        problems.append(f"{path}: must be text")
+        return ""
+    return value
+
+
+def _nodes(value: Any, problems: list[str]) -> list[dict[str, Any]]:
+    if value is None:
+        problems.append("nodes: missing (a list of nodes is required)")
+        return []
+    if not isinstance(value, list):
+        problems.append("nodes: must be a list")
+        return []
+    nodes, seen = [], set()
+    for i, raw in enumerate(value):
+        path = f"nodes[{i}]"
+        if not isinstance(raw, dict):
+            problems.append(f"{path}: must be an object")
+            continue
+        node = dict(raw)
+        node_id, type_key = raw.get("id"), raw.get("type")
+        if not isinstance(node_id, str) or not node_id:
+            problems.append(f"{path}.id: missing")
+            continue
+        if node_id in seen:
+            problems.append(f"{path}.id: '{node_id}' is used by another node")
+        seen.add(node_id)
+        if not isinstance(type_key, str) or not type_key:
+            problems.append(f"{path}.type: missing (node {node_id})")
+            continue
+        if type_key != NOTE_TYPE:
+            if type_key.startswith("preset:"):
+                problems.append(f"Unknown preset: {type_key[7:]} ({node_id})")
+            elif resolve(type_key) is None:
+                problems.append(f"Unknown node type: {type_key} ({node_id})")
+        node["position"] = _position(raw.get("position"), f"{path}.position", problems)
+        data = raw.get("data", {})
+        if not isinstance(data, dict):
+            problems.append(f"{path}.data: must be an object")
+            data = {}
+        data = dict(data)
+        if type_key != NOTE_TYPE:
+            params = data.get("params", {})
+            if params is None:
+                params = {}
+            if not isinstance(params, dict):
+                problems.append(f"{path}.data.params: must be an object")
+                params = {}
+            data["params"] = params
+        node["data"] = data
+        nodes.append(node)
+    return nodes
+
+
+def _position(value: Any, path: str, problems: list[str]) -> dict[str, float]:
+    if value is None:  # project-mode graphs carry no positions
+        return {"x": 0.0, "y": 0.0}
+    if not isinstance(value, dict):
+        problems.append(f"{path}: must be an object with x and y")
+        return {"x": 0.0, "y": 0.0}
+    position = dict(value)
+    for axis in ("x", "y"):
+        v = value.get(axis, 0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            problems.append(f"{path}.{axis}: must be a number")
+            v = 0
+        position[axis] = float(v)
+    return position
+
+
+def _edges(value: Any, ids: set[str], problems: list[str]) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        problems.append("edges: must be a list")
+        return []
+    edges, seen = [], set()
+    for i, raw in enumerate(value):
+        path = f"edges[{i}]"
+        if not isinstance(raw, dict):
+            problems.append(f"{path}: must be an object")
+            continue
+        edge = dict(raw)
+        edge_id = raw.get("id") or f"e{i}"
+        edge["id"] = str(edge_id)
+        if edge["id"] in seen:
+            problems.append(f"{path}.id: '{edge_id}' is used by another edge")
+        seen.add(edge["id"])
+        for end in ("source", "target"):
+            if not isinstance(raw.get(end), str) or not raw.get(end):
+                problems.append(f"{path}.{end}: missing")
+            elif raw[end] not in ids:
+                problems.append(f"{path}: Edge references missing node '{raw[end]}'")
+        kind = raw.get("type") or "data"
+        data = raw.get("data") if isinstance(raw.get("data"), dict) else {}
+        if kind == "triggerEdge" or data.get("type") == "trigger" or raw.get("targetHandle") == "__trigger":
+            kind = "trigger"
+        if kind not in ("data", "trigger"):
+            problems.append(f"{path}.type: must be 'data' or 'trigger', not {kind!r}")
+        edge["type"] = kind
+        if kind == "trigger":
+            edge["sourceHandle"] = raw.get("sourceHandle") or "trigger"
+            edge["targetHandle"] = ""
+        else:
+            for handle in ("sourceHandle", "targetHandle"):
+                if not isinstance(raw.get(handle), str) or not raw.get(handle):
+                    problems.append(f"{path}.{handle}: missing (which port the edge uses)")
+        edges.append(edge)
+    return edges
+
+
+def _segments(value: Any, ids: set[str], problems: list[str]) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        problems.append("segmentGroups: must be a list")
+        return []
+    groups = []
+    for i, raw in enumerate(value):
+        if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in ("id", "headNodeId", "tailNodeId")):
+            problems.append(f"segmentGroups[{i}]: needs id, headNodeId and tailNodeId")
+            continue
+        groups.append(dict(raw))  # a marker whose node is gone is kept; it just draws no bubble
+    return groups
+
+
+def _settings(value: Any, problems: list[str]) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        problems.append("settings: must be an object")
+        return {}
+    settings = dict(value)
+    seed = settings.get("seed")
+    if seed == "" or seed is None:
+        settings.pop("seed", None)
+    elif isinstance(seed, bool) or not isinstance(seed, (int, str)) or not str(seed).strip().lstrip("-").isdigit():
+        problems.append(f"settings.seed: must be a whole number or blank, not {seed!r}")
+    else:
+        settings["seed"] = int(seed)
+    for flag in ("record_outputs", "verbose_internals", "persist_weights", "capture_gradients",
+                 "auto_synthesize_loss", "deterministic"):
+        if flag in settings and not isinstance(settings[flag], bool):
+            problems.append(f"settings.{flag}: must be true or false")
+    if "device" in settings and not isinstance(settings["device"], str):
+        problems.append("settings.device: must be text such as 'cpu' or 'cuda'")
+    return settings

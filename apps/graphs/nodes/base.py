@@ -1,0 +1,247 @@
+"""The declarative node model: what a node is, before anything runs it.
+
+A node class declares its category, texts, ports and params as class attributes and
+implements ``run``. The sidebar, the params form, the Docs tab, validation and the engine
+all read the same declaration. Nothing here imports Django.
+"""
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Protocol
+
+# -- port types -------------------------------------------------------------------------
+
+PORT_TYPES = ("TENSOR", "MODEL", "DATASET", "DATALOADER", "OPTIMIZER", "LOSS_FN", "SCALAR",
+              "STRING", "IMAGE", "LIST", "ANY", "TRIGGER")
+
+PORT_COLOURS = {
+    "TENSOR": "#4CAF50", "MODEL": "#2196F3", "DATASET": "#FF9800", "DATALOADER": "#9C27B0",
+    "OPTIMIZER": "#F44336", "LOSS_FN": "#E91E63", "SCALAR": "#00BCD4", "STRING": "#8BC34A",
+    "IMAGE": "#FF5722", "LIST": "#CDDC39", "ANY": "#9E9E9E", "TRIGGER": "#9E9E9E",
+}
+
+
+def types_compatible(source: str, target: str) -> bool:
+    """One rule table for the canvas and the validator (reference §2)."""
+    source, target = source.upper(), target.upper()
+    if "TRIGGER" in (source, target):
+        return source == target
+    return source == target or "ANY" in (source, target) or (source, target) == ("IMAGE", "TENSOR")
+
+
+@dataclass(frozen=True)
+class Port:
+    name: str
+    type: str = "TENSOR"
+    optional: bool = False
+    description: str = ""
+
+
+# -- params -----------------------------------------------------------------------------
+
+class ParamError(ValueError):
+    """A param value that cannot be used; the message names the param."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One node parameter. ``kind`` is int, float, bool, string, select or grid."""
+
+    name: str
+    kind: str
+    default: Any
+    help: str = ""
+    min: float | None = None
+    max: float | None = None
+    options: tuple[str, ...] = ()
+
+    def coerce(self, value: Any) -> Any:
+        """Turn a JSON value (possibly a string typed into a form) into this param's type."""
+        if value is None or (value == "" and self.kind in ("int", "float")):
+            return self.default
+        name = self.name
+        if self.kind == "int":
+            value = _number(value, name, int)
+        elif self.kind == "float":
+            value = _number(value, name, float)
+        elif self.kind == "bool":
+            if isinstance(value, str):
+                if value.strip().lower() not in ("true", "false", "1", "0", "on", "off", ""):
+                    raise ParamError(f"'{name}' must be true or false, not {value!r}")
+                value = value.strip().lower() in ("true", "1", "on")
+            value = bool(value)
+        elif self.kind == "select":
+            value = str(value)
+            if value not in self.options:
+                raise ParamError(f"'{name}' must be one of {', '.join(self.options)}, not {value!r}")
+        elif self.kind == "string":
+            value = value if isinstance(value, str) else str(value)
+        elif self.kind == "grid":
+            if not isinstance(value, (list, int, float)):
+                raise ParamError(f"'{name}' must be a nested list of numbers")
+        if self.min is not None and value < self.min:
+            raise ParamError(f"'{name}' value {value} is below minimum {_fmt(self.min)}")
+        if self.max is not None and value > self.max:
+            raise ParamError(f"'{name}' value {value} is above maximum {_fmt(self.max)}")
+        return value
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "default": self.default, "help": self.help,
+                "min": self.min, "max": self.max, "options": list(self.options)}
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _number(value: Any, name: str, kind: type) -> Any:
+    if isinstance(value, bool):
+        raise ParamError(f"'{name}' must be a number, not {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ParamError(f"'{name}' must be a number, not {value!r}") from None
+    if not math.isfinite(number):
+        raise ParamError(f"'{name}' must be a finite number, not {value!r}")
+    if kind is int:
+        if not number.is_integer():
+            raise ParamError(f"'{name}' must be a whole number, not {value!r}")
+        return int(number)
+    return number
+
+
+def parse_int_list(text: Any, name: str) -> list[int]:
+    """'1, 4,4' -> [1, 4, 4]; the message says which param is wrong and why."""
+    if isinstance(text, (list, tuple)):
+        items = list(text)
+    else:
+        items = [p for p in str(text).replace(" ", "").split(",") if p != ""]
+    try:
+        numbers = [int(p) for p in items]
+    except (TypeError, ValueError):
+        raise ParamError(f"'{name}' must be whole numbers separated by commas, not {text!r}") from None
+    if not numbers:
+        raise ParamError(f"'{name}' must list at least one number")
+    return numbers
+
+
+# -- what a running node can ask of the engine -----------------------------------------
+
+class NodeError(Exception):
+    """A failure a student can read: what went wrong and, where possible, how to fix it."""
+
+
+class RunContext(Protocol):
+    node_id: str
+    device: Any            # the torch.device this run uses
+    seed: int | None       # this node's seed, derived from the run seed, or None (unseeded)
+    verbose: bool          # Verbose internals: record __steps__
+
+    def generator(self) -> Any: ...                       # a torch.Generator on CPU, seeded when the run is
+    def check_size(self, elements: int, what: str) -> None: ...  # refuse huge allocations before making them
+    def log(self, text: str) -> None: ...                 # a line in the run log (Print output)
+    def step(self, name: str, description: str = "", tensors: dict | None = None,
+             scalars: dict | None = None) -> None: ...    # one row of the __steps__ trace
+    def module(self, build: Callable[[], Any]) -> Any: ...  # this node's layer, on the run's device
+
+
+# -- nodes ------------------------------------------------------------------------------
+
+class Node(ABC):
+    """Base of every node. Subclasses set the class attributes and implement ``run``."""
+
+    type: ClassVar[str]
+    category: ClassVar[str]
+    description: ClassVar[str] = ""
+    details: ClassVar[str] = ""
+    inputs: ClassVar[tuple[Port, ...]] = ()
+    outputs: ClassVar[tuple[Port, ...]] = ()
+    params: ClassVar[tuple[Param, ...]] = ()
+    cacheable: ClassVar[bool] = True      # same inputs and params give the same outputs
+    uses_rng: ClassVar[bool] = False      # draws random numbers: cacheable only in seeded runs
+    stateful: ClassVar[bool] = False      # owns weights: never served from cache
+    records_steps: ClassVar[bool] = False # emits a __steps__ trace with Verbose internals on
+    mutates_inputs: ClassVar[bool] = False  # writes into its input tensors: the engine passes copies
+
+    @abstractmethod
+    def run(self, ctx: RunContext, params: dict[str, Any], **inputs: Any) -> dict[str, Any]:
+        """Compute this node's outputs, keyed by output port name, from its inputs."""
+
+    # The hooks below have sensible defaults; a node overrides them only when its ports
+    # depend on its params (Split) or its params need checks across fields.
+
+    @classmethod
+    def draws_random(cls, params: dict[str, Any]) -> bool:
+        """Whether these params make the node draw random numbers (then it is cached only
+        in seeded runs). Nodes random in only some modes narrow this down."""
+        return cls.uses_rng
+
+    @classmethod
+    def output_ports(cls, params: dict[str, Any]) -> tuple[Port, ...]:
+        return cls.outputs
+
+    @classmethod
+    def input_port(cls, name: str) -> Port | None:
+        return next((p for p in cls.inputs if p.name == name), None)
+
+    @classmethod
+    def coerce_params(cls, raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """Declared params from a document's ``data.params``: (values, problems)."""
+        values, problems = {}, []
+        for param in cls.params:
+            try:
+                values[param.name] = param.coerce(raw.get(param.name))
+            except ParamError as exc:
+                values[param.name] = param.default
+                problems.append(str(exc))
+        return values, problems
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        return {
+            "type": cls.type, "category": cls.category, "description": cls.description,
+            "details": cls.details,
+            "inputs": [{"name": p.name, "type": p.type, "optional": p.optional} for p in cls.inputs],
+            "outputs": [{"name": p.name, "type": p.type} for p in cls.outputs],
+            "params": [p.describe() for p in cls.params],
+            "cacheable": cls.cacheable and not cls.stateful,
+        }
+
+
+_REGISTRY: dict[str, type[Node]] = {}
+
+
+def register(cls: type[Node]) -> type[Node]:
+    """Class decorator: make a node available under its type key."""
+    if cls.type in _REGISTRY:
+        raise ValueError(f"node type {cls.type!r} is registered twice")
+    _REGISTRY[cls.type] = cls
+    return cls
+
+
+def registry() -> dict[str, type[Node]]:
+    from . import library  # noqa: F401  (importing the library registers every node)
+    return _REGISTRY
+
+
+def resolve(type_key: str) -> type[Node] | None:
+    """A type key to its class; a bare name finds a unique namespaced plugin node."""
+    nodes = registry()
+    if type_key in nodes:
+        return nodes[type_key]
+    matches = sorted(k for k in nodes if k.split(":", 1)[-1] == type_key and ":" in k)
+    return nodes[matches[0]] if matches else None
+
+
+CATEGORY_ORDER = ("Control", "Data", "Classical", "IO", "CNN", "Normalization", "RNN",
+                  "Transformer", "LLM", "Diffusion", "RL", "Training", "Tensor Operations",
+                  "Utility")
+
+CATEGORY_COLOURS = {
+    "Control": "#9E9E9E", "Data": "#00BCD4", "Classical": "#F59E0B", "IO": "#795548",
+    "CNN": "#4CAF50", "Normalization": "#26A69A", "RNN": "#2196F3", "Transformer": "#9C27B0",
+    "LLM": "#A78BFA", "Diffusion": "#EC4899", "RL": "#FF9800", "Training": "#F44336",
+    "Tensor Operations": "#5C6BC0", "Utility": "#607D8B",
+}

@@ -1,0 +1,68 @@
+"""What the engine tells the world while a run goes: events and small port summaries."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+# Event kinds, in the order a run can emit them.
+RUN_STARTED = "run_started"
+NODE_RUNNING, NODE_COMPLETED, NODE_CACHED = "node_running", "node_completed", "node_cached"
+NODE_ERROR, NODE_SKIPPED, NODE_PROGRESS = "node_error", "node_skipped", "node_progress"
+LOG = "log"
+RUN_COMPLETED, RUN_FAILED, RUN_STOPPED = "run_completed", "run_failed", "run_stopped"
+TERMINAL = (RUN_COMPLETED, RUN_FAILED, RUN_STOPPED)
+
+
+@dataclass
+class Event:
+    kind: str
+    run_id: str
+    node_id: str | None = None
+    summary: dict[str, Any] | None = None   # port -> summary, on completed / cached
+    error: str | None = None
+    text: str | None = None                 # a log line (Print output, warnings)
+    level: str = "info"                     # info | success | warning | error
+    data: dict[str, Any] | None = None      # progress payload
+    time: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def json_number(x: float) -> float | str | None:
+    """NaN and infinities as readable JSON: "NaN", "Infinity", "-Infinity"."""
+    if math.isfinite(x):
+        return x
+    return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+
+
+def summarise(value: Any) -> dict[str, Any]:
+    """A small, JSON-safe description of one port's value (reference §3, output_summary)."""
+    if isinstance(value, torch.Tensor):
+        out: dict[str, Any] = {"type": "tensor", "shape": list(value.shape), "dtype": str(value.dtype)}
+        if value.numel() and value.dtype != torch.bool and not value.is_complex():
+            t = value.detach()
+            lo, hi = torch.aminmax(t)
+            if t.is_floating_point():
+                out.update(min=json_number(round(lo.item(), 4)), max=json_number(round(hi.item(), 4)),
+                           mean=json_number(round(t.mean(dtype=torch.float64).item(), 4)))
+            else:
+                out.update(min=lo.item(), max=hi.item())
+        return out
+    if isinstance(value, torch.nn.Module):
+        params = sum(p.numel() for p in value.parameters())
+        trainable = sum(p.numel() for p in value.parameters() if p.requires_grad)
+        return {"type": "model", "class": type(value).__name__, "params": params, "trainable": trainable}
+    if isinstance(value, bool | int | float):
+        return {"type": "scalar", "value": json_number(value) if isinstance(value, float) else value}
+    if isinstance(value, str):
+        return {"type": "string", "value": value[:200]}
+    if isinstance(value, list | tuple):
+        return {"type": "list", "length": len(value), "repr": repr(value)[:200]}
+    if value is None:
+        return {"type": "none"}
+    return {"type": type(value).__name__, "repr": repr(value)[:200]}

@@ -1,0 +1,396 @@
+"""Run a planned graph: nodes in dependency order, independent ones side by side.
+
+``execute`` is the only entry point. It takes a Plan, RunOptions, an event sink (called
+from engine threads, so it must be thread-safe), an optional capture store, a cancel flag
+and an optional execution cache, and returns a RunOutcome. It never raises for a node's
+failure: the outcome and the events say what happened. No Django here.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+import threading
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import torch
+
+from apps.graphs.nodes.base import NodeError, ParamError
+from codefyui import conf
+
+from . import events as ev
+from .cache import ExecutionCache, cache_key
+from .plan import Plan, PlannedNode
+
+log = logging.getLogger("codefyui.engine")
+
+Emit = Callable[[ev.Event], None]
+
+
+@dataclass
+class RunOptions:
+    run_id: str
+    record: bool = True              # Record node outputs
+    verbose: bool = False            # Verbose internals: __steps__ traces, no cache
+    gradients: bool = False          # Capture gradients: no cache
+    seed: int | None = None          # Random seed: each node seeded from (seed, node id)
+    deterministic: bool = False      # torch.use_deterministic_algorithms(True, warn_only=True)
+    device: str = "cpu"
+    max_parallel: int = field(default_factory=lambda: conf.MAX_PARALLEL_NODES)
+    max_elements: int = field(default_factory=lambda: conf.MAX_TENSOR_ELEMENTS)
+    timeout_s: float = field(default_factory=lambda: conf.RUN_TIMEOUT_S)
+
+    @property
+    def runs_alone(self) -> bool:
+        return self.seed is not None or self.deterministic
+
+
+@dataclass
+class NodeResult:
+    status: str                      # completed | cached | error | skipped
+    error: str | None = None
+    summary: dict[str, Any] | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    status: str                      # succeeded | failed | cancelled
+    device: str
+    error: str | None = None
+    nodes: dict[str, NodeResult] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # node -> port -> value
+
+
+# -- devices ------------------------------------------------------------------------------
+
+def available_devices() -> list[str]:
+    devices = ["cpu"]
+    if torch.cuda.is_available():
+        devices += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        devices.append("mps")
+    return devices
+
+
+def resolve_device(requested: str | None) -> tuple[torch.device, str | None]:
+    """The device a run will use, and a warning when it is not the one asked for."""
+    name = (requested or "cpu").strip().lower()
+    if name == "auto":
+        return torch.device(next(d for d in ("cuda", "mps", "cpu") if d in available_devices())), None
+    if name in available_devices():
+        return torch.device(name), None
+    backend = name.split(":")[0]
+    if backend in ("cuda", "mps"):
+        return torch.device("cpu"), f"No {backend} on this server. Runs fall back to CPU."
+    return torch.device("cpu"), f"Unknown device '{requested}'. Runs fall back to CPU."
+
+
+# -- one gate for the whole engine --------------------------------------------------------
+
+class RunGate:
+    """Unseeded runs share the engine; a seeded or deterministic run waits for runs in
+    flight, then runs alone, and later runs wait for it (global RNG and flags)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._alone = False
+        self._waiting_alone = 0
+
+    def _blocked(self, alone: bool) -> bool:
+        return self._alone or bool(self._shared if alone else self._waiting_alone)
+
+    @contextmanager
+    def enter(self, alone: bool, cancel: threading.Event) -> Iterator[bool]:
+        """Yields False when the run was cancelled while it waited for its turn."""
+        with self._cond:
+            self._waiting_alone += alone
+            while self._blocked(alone) and not cancel.is_set():
+                self._cond.wait(0.1)
+            self._waiting_alone -= alone
+            admitted = not self._blocked(alone)
+            if admitted and alone:
+                self._alone = True
+            elif admitted:
+                self._shared += 1
+        try:
+            yield admitted
+        finally:
+            if admitted:
+                with self._cond:
+                    if alone:
+                        self._alone = False
+                    else:
+                        self._shared -= 1
+                    self._cond.notify_all()
+
+
+GATE = RunGate()
+
+
+def node_seed(seed: int, node_id: str) -> int:
+    digest = hashlib.blake2b(f"{seed}:{node_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") & (2**63 - 1)
+
+
+# -- what a node sees of the engine ------------------------------------------------------
+
+class _Context:
+    def __init__(self, node: PlannedNode, options: RunOptions, device: torch.device, emit: Emit):
+        self.node_id = node.id
+        self.device = device
+        self.seed = node_seed(options.seed, node.id) if options.seed is not None else None
+        self.verbose = options.verbose
+        self.logs: list[str] = []
+        self.steps: list[dict[str, Any]] = []
+        self._options, self._emit, self._label = options, emit, node.label
+
+    def generator(self) -> torch.Generator:
+        g = torch.Generator()
+        if self.seed is not None:
+            g.manual_seed(self.seed)
+        else:
+            g.seed()
+        return g
+
+    def check_size(self, elements: int, what: str) -> None:
+        if elements > self._options.max_elements:
+            raise NodeError(f"{what} would need {elements:,} elements, more than the {self._options.max_elements:,} "
+                            "this server allows (CODEFYUI_MAX_TENSOR_ELEMENTS). Use a smaller shape.")
+
+    def log(self, text: str) -> None:
+        self.logs.append(str(text))
+
+    def step(self, name: str, description: str = "", tensors: dict | None = None,
+             scalars: dict | None = None) -> None:
+        if self.verbose:
+            self.steps.append({"name": name, "description": description,
+                               "tensors": {k: v.detach().clone() for k, v in (tensors or {}).items()},
+                               "scalars": dict(scalars or {})})
+
+    def module(self, build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
+        return build().to(self.device)
+
+    def progress(self, data: dict[str, Any]) -> None:
+        self._emit(ev.Event(ev.NODE_PROGRESS, self._options.run_id, self.node_id, data=data))
+
+
+# -- the run ------------------------------------------------------------------------------
+
+def execute(plan: Plan, options: RunOptions, emit: Emit, captures: Any = None,
+            cancel: threading.Event | None = None, cache: ExecutionCache | None = None) -> RunOutcome:
+    cancel = cancel or threading.Event()
+    device, warning = resolve_device(options.device)
+    outcome = RunOutcome(options.run_id, "succeeded", str(device))
+    record = captures if options.record else None
+    if record is not None:
+        record.open_run(options.run_id)
+    try:
+        with GATE.enter(options.runs_alone, cancel) as admitted:
+            emit(ev.Event(ev.RUN_STARTED, options.run_id, data={"device": str(device)}))
+            for text in ([warning] if warning else []) + plan.warnings:
+                _log(emit, outcome, options.run_id, None, text, "warning")
+            if not admitted:
+                return _finish(plan, outcome, emit, ev.RUN_STOPPED, "Execution cancelled")
+            with _run_flags(options):
+                return _Runner(plan, options, device, emit, record, cancel, cache, outcome).run()
+    finally:
+        if record is not None:
+            record.close_run(options.run_id)
+
+
+@contextmanager
+def _run_flags(options: RunOptions) -> Iterator[None]:
+    if not options.deterministic:
+        yield
+        return
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before)
+
+
+class _Runner:
+    def __init__(self, plan, options, device, emit, captures, cancel, cache, outcome):
+        self.plan, self.options, self.device, self.emit = plan, options, device, emit
+        self.captures, self.cancel, self.outcome = captures, cancel, outcome
+        self.cache = None if options.verbose or options.gradients else cache
+        self.results: dict[str, dict[str, Any]] = {}
+        self.keys: dict[str, str] = {}
+        self.waiting = {i: set(n.after) for i, n in plan.nodes.items()}
+        self.order = {i: k for k, i in enumerate(plan.nodes)}
+        self.ready = [i for i, deps in self.waiting.items() if not deps]
+
+    def run(self) -> RunOutcome:
+        opts = self.options
+        workers = 1 if opts.runs_alone else max(1, opts.max_parallel)
+        deadline = time.monotonic() + opts.timeout_s
+        pool = ThreadPoolExecutor(workers, thread_name_prefix=f"run-{opts.run_id[:8]}")
+        running: dict[Future, str] = {}
+        failure: str | None = None
+        try:
+            while True:
+                stopping = self.cancel.is_set() or failure is not None
+                while not stopping and self.ready and len(running) < workers:
+                    node = self.plan.nodes[self.ready.pop(0)]
+                    if not self._serve_from_cache(node):
+                        self.emit(ev.Event(ev.NODE_RUNNING, opts.run_id, node.id))
+                        running[pool.submit(self._run_node, node)] = node.id
+                if not running:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return self._finish(ev.RUN_FAILED, f"The run took longer than {opts.timeout_s:g} seconds "
+                                        "(CODEFYUI_RUN_TIMEOUT_S) and was stopped.")
+                done, _ = wait(running, timeout=min(left, 1.0), return_when=FIRST_COMPLETED)
+                for future in done:
+                    node = self.plan.nodes[running.pop(future)]
+                    error = self._collect(node, future.result())
+                    failure = failure or error
+            if failure:
+                return self._finish(ev.RUN_FAILED, failure)
+            if self.cancel.is_set() and len(self.results) < len(self.plan.nodes):
+                return self._finish(ev.RUN_STOPPED, "Execution cancelled")
+            return self._finish(ev.RUN_COMPLETED)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    # A node in a worker thread: returns ("ok", outputs, ctx, seconds) or ("error", message, ctx, seconds).
+    def _run_node(self, node: PlannedNode) -> tuple:
+        ctx = _Context(node, self.options, self.device, self.emit)
+        started = time.perf_counter()
+        try:
+            inputs = self._inputs(node)
+            versions = {k: v._version for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+            if ctx.seed is not None:
+                torch.manual_seed(ctx.seed)
+                np.random.seed(ctx.seed % 2**32)
+                random.seed(ctx.seed)
+            outputs = node.cls().run(ctx, dict(node.params), **inputs)
+            if not isinstance(outputs, dict):
+                raise NodeError(f"returned {type(outputs).__name__} instead of its outputs")
+            if any(inputs[k]._version != v for k, v in versions.items()):
+                ctx.log(f"Warning: {node.label} changed an input tensor in place")
+            if self.captures is not None:
+                self._capture(node.id, outputs, ctx.steps)
+            return "ok", outputs, ctx, time.perf_counter() - started
+        except (NodeError, ParamError) as exc:
+            return "error", str(exc), ctx, time.perf_counter() - started
+        except Exception as exc:  # a torch error or a bug in a node: say it plainly, log the rest
+            log.warning("node %s (%s) failed\n%s", node.id, node.type, traceback.format_exc())
+            return "error", _plain(exc), ctx, time.perf_counter() - started
+
+    def _inputs(self, node: PlannedNode) -> dict[str, Any]:
+        values = {p.name: None for p in node.cls.inputs if p.optional}
+        for port, (source, source_port) in node.inputs.items():
+            produced = self.results[source]
+            if source_port not in produced:
+                raise NodeError(f"the node feeding '{port}' ({self.plan.nodes[source].label}) "
+                                f"produced no '{source_port}' output")
+            value = produced[source_port]
+            if node.cls.mutates_inputs and isinstance(value, torch.Tensor):
+                value = value.clone()
+            values[port] = value
+        return values
+
+    def _collect(self, node: PlannedNode, result: tuple) -> str | None:
+        """Record a finished node; return the run's failure message if it failed."""
+        state, payload, ctx, seconds = result
+        for line in ctx.logs:
+            _log(self.emit, self.outcome, self.options.run_id, node.id, line)
+        if state == "error":
+            self.outcome.nodes[node.id] = NodeResult("error", payload, seconds=seconds)
+            self.emit(ev.Event(ev.NODE_ERROR, self.options.run_id, node.id, error=payload, level="error"))
+            return f"{node.label} ({node.id}) failed: {payload}"
+        summary = _summaries(payload)
+        self.outcome.nodes[node.id] = NodeResult("completed", summary=summary, seconds=seconds)
+        self._done(node, payload)
+        if self.cache is not None and node.id in self.keys:
+            self.cache.put(self.keys[node.id], payload, ctx.logs)
+        self.emit(ev.Event(ev.NODE_COMPLETED, self.options.run_id, node.id, summary=summary, level="success"))
+        return None
+
+    def _serve_from_cache(self, node: PlannedNode) -> bool:
+        key = self._cache_key(node)
+        hit = self.cache.get(key) if key else None
+        if key:
+            self.keys[node.id] = key
+        if hit is None:
+            return False
+        outputs, logs = hit
+        for line in logs:
+            _log(self.emit, self.outcome, self.options.run_id, node.id, line)
+        if self.captures is not None:
+            self._capture(node.id, outputs, [])
+        summary = _summaries(outputs)
+        self.outcome.nodes[node.id] = NodeResult("cached", summary=summary)
+        self._done(node, outputs)
+        self.emit(ev.Event(ev.NODE_CACHED, self.options.run_id, node.id, summary=summary, level="success"))
+        return True
+
+    def _cache_key(self, node: PlannedNode) -> str | None:
+        cls, seeded = node.cls, self.options.seed is not None
+        if self.cache is None or not cls.cacheable or cls.stateful or (cls.draws_random(node.params) and not seeded):
+            return None
+        if any(src not in self.keys for src, _ in node.inputs.values()):
+            return None  # something upstream is not cacheable, so neither is this
+        seed = node_seed(self.options.seed, node.id) if seeded else None
+        return cache_key(node.type, node.params, str(self.device), seed, node.inputs, self.keys)
+
+    def _capture(self, node_id: str, outputs: dict[str, Any], steps: list) -> None:
+        run_id = self.options.run_id
+        for port, value in outputs.items():
+            if not port.startswith("__"):
+                self.captures.put(run_id, node_id, port, value)
+        if steps:
+            self.captures.put(run_id, node_id, "__steps__", steps)
+
+    def _done(self, node: PlannedNode, outputs: dict[str, Any]) -> None:
+        self.results[node.id] = outputs
+        self.outcome.outputs[node.id] = outputs
+        for other, deps in self.waiting.items():
+            if node.id in deps:
+                deps.discard(node.id)
+                if not deps:
+                    self.ready.append(other)
+        self.ready.sort(key=self.order.__getitem__)
+
+    def _finish(self, kind: str, error: str | None = None) -> RunOutcome:
+        return _finish(self.plan, self.outcome, self.emit, kind, error)
+
+
+def _finish(plan: Plan, outcome: RunOutcome, emit: Emit, kind: str, error: str | None = None) -> RunOutcome:
+    """Report every node that did not run, then exactly one terminal event."""
+    for node_id in plan.nodes:
+        if node_id not in outcome.nodes:
+            outcome.nodes[node_id] = NodeResult("skipped")
+            emit(ev.Event(ev.NODE_SKIPPED, outcome.run_id, node_id))
+    outcome.status = {ev.RUN_COMPLETED: "succeeded", ev.RUN_FAILED: "failed", ev.RUN_STOPPED: "cancelled"}[kind]
+    outcome.error = error
+    emit(ev.Event(kind, outcome.run_id, error=error, level="error" if error else "success"))
+    return outcome
+
+
+def _summaries(outputs: dict[str, Any]) -> dict[str, Any]:
+    return {port: ev.summarise(v) for port, v in outputs.items() if not port.startswith("__")}
+
+
+def _log(emit: Emit, outcome: RunOutcome, run_id: str, node_id: str | None, text: str, level: str = "info") -> None:
+    outcome.log.append(text)
+    emit(ev.Event(ev.LOG, run_id, node_id, text=text, level=level))
+
+
+def _plain(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else 'no details'}"

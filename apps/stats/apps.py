@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class StatsConfig(AppConfig):
+    name = "apps.stats"
+    label = "stats"

@@ -1,0 +1,67 @@
+"""What Record node outputs costs: a 20-node chain of [64, 256] float tensors, run with
+recording on and off, interleaved; prints the ratio of median run times.
+
+Goal (issue: foundation): recording costs at most 15 %, i.e. a ratio <= 1.15.
+Run: .venv/bin/python bench/capture_overhead.py [--runs N]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from apps.graphs import document  # noqa: E402
+from apps.runs.engine import RunOptions, execute, plan_run  # noqa: E402
+from apps.runs.store import MemoryCaptureStore  # noqa: E402
+
+CHAIN = ["ScalarMultiply", "Activation", "Softmax", "Add"]  # cycled to 19 nodes after the input
+
+
+def twenty_node_graph() -> dict:
+    nodes = [{"id": "start", "type": "Start"},
+             {"id": "n0", "type": "TensorInput", "data": {"params": {"shape": "64,256", "value_mode": "random", "seed": 1}}}]
+    edges = [{"id": "t", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": "n0"}]
+    for i in range(1, 20):
+        kind = CHAIN[(i - 1) % len(CHAIN)]
+        nodes.append({"id": f"n{i}", "type": kind, "data": {"params": {"scalar": 0.5} if kind == "ScalarMultiply" else {}}})
+        if kind == "Add":  # a residual: the previous node plus the one before it
+            edges += [{"id": f"a{i}", "source": f"n{i-1}", "sourceHandle": "tensor", "target": f"n{i}", "targetHandle": "tensor_a"},
+                      {"id": f"b{i}", "source": f"n{i-2}", "sourceHandle": "tensor", "target": f"n{i}", "targetHandle": "tensor_b"}]
+        else:
+            edges.append({"id": f"e{i}", "source": f"n{i-1}", "sourceHandle": "tensor", "target": f"n{i}", "targetHandle": "tensor"})
+    return document.normalise({"nodes": nodes, "edges": edges})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=60)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    plan = plan_run(twenty_node_graph())
+    store = MemoryCaptureStore()
+    timings: dict[bool, list[float]] = {True: [], False: []}
+    for i in range(args.runs + 5):
+        for record in (True, False) if i % 2 else (False, True):
+            started = time.perf_counter()
+            outcome = execute(plan, RunOptions(run_id=uuid.uuid4().hex, record=record), lambda e: None, captures=store)
+            elapsed = time.perf_counter() - started
+            assert outcome.status == "succeeded", outcome.error
+            if i >= 5:  # warm-up runs are not counted
+                timings[record].append(elapsed)
+    on, off = statistics.median(timings[True]), statistics.median(timings[False])
+    print(f"20 nodes of [64, 256] float32, {args.runs} runs each, interleaved")
+    print(f"median run, recording off: {off * 1e3:.2f} ms")
+    print(f"median run, recording on:  {on * 1e3:.2f} ms")
+    print(f"store after the runs: {store.usage()}")
+    print(f"figure: capture_overhead_ratio = {on / off:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Every CODEFYUI_* setting, read from the environment in one place.
+
+The rest of the code imports ``conf`` and reads attributes; tests override them with
+``monkeypatch.setattr(conf, ...)``. Defaults are the seed's.
+"""
+from __future__ import annotations
+
+import os
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SystemExit(f"{name} must be a whole number, not {raw!r}") from None
+
+
+# Capture store: the newest N runs and this many MiB (0 = no byte budget, run count only).
+RUN_OUTPUT_STORE_MAX_RUNS = 20
+RUN_OUTPUT_STORE_MAX_MB = _int("CODEFYUI_RUN_OUTPUT_STORE_MAX_MB", 2048)
+
+# A shared school server must survive a student's mistake.
+MAX_TENSOR_ELEMENTS = _int("CODEFYUI_MAX_TENSOR_ELEMENTS", 100_000_000)
+RUN_TIMEOUT_S = _int("CODEFYUI_RUN_TIMEOUT_S", 600)
+
+# Execution: nodes that may run side by side in one run, runs that may run side by side.
+MAX_PARALLEL_NODES = _int("CODEFYUI_MAX_PARALLEL_NODES", 4)
+MAX_CONCURRENT_RUNS = _int("CODEFYUI_MAX_CONCURRENT_RUNS", 4)
+EXECUTION_CACHE_MAX_ENTRIES = _int("CODEFYUI_EXECUTION_CACHE_MAX_ENTRIES", 256)
+
+# Port statistics (the Stats tab).
+STATS_SAMPLE_THRESHOLD = _int("CODEFYUI_STATS_SAMPLE_THRESHOLD", 4_000_000)
+STATS_SAMPLE_SIZE = _int("CODEFYUI_STATS_SAMPLE_SIZE", 1_000_000)
+STATS_CACHE_MAX_BYTES = _int("CODEFYUI_STATS_CACHE_MAX_BYTES", 8 * 1024 * 1024)
+
+# First administrator created by `make run` when none exists (else a generated password is printed).
+ADMIN_PASSWORD = os.environ.get("CODEFYUI_ADMIN_PASSWORD", "")

@@ -1,0 +1,21 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from apps.graphs import api as graphs_api
+from apps.graphs import views as graphs_views
+from apps.runs import api as runs_api
+
+urlpatterns = [
+    path("", graphs_views.home, name="home"),
+    path("graphs/import", graphs_views.import_graph, name="import-graph"),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("api/graphs", graphs_api.graphs, name="api-graphs"),
+    path("api/graphs/<int:pk>", graphs_api.graph_detail, name="api-graph"),
+    path("api/runs", runs_api.runs, name="api-runs"),
+    path("api/runs/<str:run_id>", runs_api.run_detail, name="api-run"),
+    path("api/runs/<str:run_id>/cancel", runs_api.run_cancel, name="api-run-cancel"),
+    path("api/health", runs_api.health, name="api-health"),
+]

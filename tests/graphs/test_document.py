@@ -1,0 +1,86 @@
+"""Graph documents: CodefyUI JSON in and out, and clear messages for broken files."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from apps.graphs import document
+
+
+def test_a_codefyui_file_loads_and_keeps_keys_we_do_not_know(walkthrough):
+    walkthrough["presets"] = []
+    walkthrough["futureKey"] = {"kept": True}
+    walkthrough["nodes"][1]["data"]["colour"] = "teal"
+    doc = document.load(json.dumps(walkthrough))
+    assert doc["futureKey"] == {"kept": True} and doc["presets"] == []
+    assert doc["nodes"][1]["data"]["colour"] == "teal"
+    assert json.loads(document.dumps(doc))["futureKey"] == {"kept": True}
+
+
+def test_the_reference_example_loads_with_its_note_and_segment():
+    text = """{"name": "Three logits", "settings": {"seed": 7, "device": "cpu"},
+      "nodes": [{"id": "go", "type": "Start", "position": {"x": 0, "y": 0}, "data": {"params": {}}},
+                {"id": "x", "type": "TensorInput", "position": {"x": 220, "y": 0}, "data": {"params": {"shape": "1,3", "value_mode": "explicit", "values": [[0.5, 1.0, 2.0]]}}},
+                {"id": "p", "type": "Softmax", "position": {"x": 460, "y": 0}, "data": {"params": {"dim": -1}}},
+                {"id": "memo", "type": "note", "position": {"x": 220, "y": 150}, "data": {"text": "try dim 0 next"}}],
+      "edges": [{"id": "t1", "type": "trigger", "source": "go", "sourceHandle": "trigger", "target": "x", "targetHandle": ""},
+                {"id": "d1", "source": "x", "sourceHandle": "tensor", "target": "p", "targetHandle": "tensor"}],
+      "presets": [], "segmentGroups": [{"id": "seg-a", "headNodeId": "x", "tailNodeId": "p"}]}"""
+    doc = document.load(text)
+    assert doc["nodes"][3]["data"] == {"text": "try dim 0 next"}
+    assert doc["segmentGroups"] == [{"id": "seg-a", "headNodeId": "x", "tailNodeId": "p"}]
+    assert document.run_settings(doc)["seed"] == 7
+
+
+def test_invalid_json_names_line_and_column():
+    with pytest.raises(document.DocumentError) as broken:
+        document.load('{\n  "nodes": [,]\n}')
+    assert broken.value.problems[0].startswith("Invalid JSON at line 2, column 13")
+
+
+def test_a_missing_field_names_its_path():
+    with pytest.raises(document.DocumentError) as broken:
+        document.load('{"nodes": [{"id": "a", "type": "Softmax"}, {"type": "Softmax"}], "edges": [{"source": "a"}]}')
+    assert "nodes[1].id: missing" in broken.value.problems
+    assert "edges[0].target: missing" in broken.value.problems
+
+
+def test_an_unknown_node_type_names_the_node():
+    with pytest.raises(document.DocumentError) as broken:
+        document.load('{"nodes": [{"id": "n7", "type": "Teleport"}], "edges": []}')
+    assert broken.value.problems == ["Unknown node type: Teleport (n7)"]
+
+
+def test_trigger_edge_spellings_are_accepted_and_written_as_type_trigger():
+    doc = document.normalise({"nodes": [{"id": "s", "type": "Start"}, {"id": "x", "type": "TensorInput"}],
+                              "edges": [{"id": "t", "source": "s", "sourceHandle": "trigger", "target": "x",
+                                         "targetHandle": "__trigger", "data": {"type": "trigger"}}]})
+    assert doc["edges"][0]["type"] == "trigger" and doc["edges"][0]["targetHandle"] == ""
+
+
+def test_an_unknown_edge_type_is_rejected():
+    with pytest.raises(document.DocumentError) as broken:
+        document.normalise({"nodes": [{"id": "a", "type": "Softmax"}],
+                            "edges": [{"source": "a", "target": "a", "sourceHandle": "tensor",
+                                       "targetHandle": "tensor", "type": "magic"}]})
+    assert "edges[0].type: must be 'data' or 'trigger', not 'magic'" in broken.value.problems
+
+
+def test_a_dangling_edge_is_rejected():
+    with pytest.raises(document.DocumentError) as broken:
+        document.normalise({"nodes": [{"id": "a", "type": "Softmax"}],
+                            "edges": [{"source": "a", "target": "ghost", "sourceHandle": "tensor", "targetHandle": "tensor"}]})
+    assert "edges[0]: Edge references missing node 'ghost'" in broken.value.problems
+
+
+def test_a_bad_seed_is_rejected_and_blank_means_unseeded():
+    with pytest.raises(document.DocumentError):
+        document.normalise({"nodes": [], "edges": [], "settings": {"seed": "soon"}})
+    assert document.run_settings(document.normalise({"nodes": [], "edges": [], "settings": {"seed": ""}}))["seed"] is None
+
+
+def test_not_a_graph_at_all():
+    with pytest.raises(document.DocumentError) as broken:
+        document.load("[1, 2, 3]")
+    assert "JSON object" in broken.value.problems[0]

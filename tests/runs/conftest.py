@@ -1,0 +1,8 @@
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    from apps.runs import service
+    service._caches.clear()
+    yield

@@ -1,0 +1,152 @@
+"""The JSON API: graphs, runs, cancel, delete, health; session or token; owners only."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from apps.graphs.models import Graph
+from apps.runs import service
+from apps.runs.models import ApiToken, Run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def post(client, url, data, **extra):
+    return client.post(url, json.dumps(data), content_type="application/json", **extra)
+
+
+def put(client, url, data):
+    return client.put(url, json.dumps(data), content_type="application/json")
+
+
+@pytest.fixture
+def graph(student, walkthrough):
+    return Graph.objects.create(owner=student, name="walk", document=walkthrough)
+
+
+def test_the_api_needs_a_login_or_a_token(client):
+    response = client.get("/api/graphs")
+    assert response.status_code == 401
+    assert "Bearer" in response.json()["detail"]
+
+
+def test_a_bearer_token_authenticates(client, student, graph, capsys):
+    call_command("issuetoken", "ada")
+    token = capsys.readouterr().out.strip()
+    response = client.get("/api/graphs", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert response.status_code == 200 and [g["name"] for g in response.json()] == ["walk"]
+    assert ApiToken.objects.get(user=student).digest != token  # only the hash is stored
+    assert client.get("/api/graphs", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+
+
+def test_a_graph_is_created_read_and_listed_for_its_owner_only(student_client, client, stranger, walkthrough):
+    created = post(student_client, "/api/graphs", walkthrough)
+    assert created.status_code == 201
+    graph_id = created.json()["id"]
+    assert student_client.get(f"/api/graphs/{graph_id}").json()["document"]["nodes"][1]["id"] == "input"
+    client.force_login(stranger)
+    assert client.get(f"/api/graphs/{graph_id}").status_code == 404
+    assert client.get("/api/graphs").json() == []
+
+
+def test_put_refuses_a_broken_document_and_keeps_the_stored_one(student_client, graph):
+    response = put(student_client, f"/api/graphs/{graph.pk}", {"nodes": [{"id": "x", "type": "Nope"}], "edges": []})
+    assert response.status_code == 400
+    assert response.json()["problems"] == ["Unknown node type: Nope (x)"]
+    graph.refresh_from_db()
+    assert len(graph.document["nodes"]) == 5
+
+
+def test_put_saves_a_valid_document(student_client, graph, walkthrough):
+    walkthrough["name"] = "renamed"
+    assert put(student_client, f"/api/graphs/{graph.pk}", walkthrough).status_code == 200
+    graph.refresh_from_db()
+    assert graph.name == "renamed"
+
+
+def test_a_malformed_body_gets_a_message_not_a_500(student_client):
+    response = student_client.post("/api/graphs", "{oops", content_type="application/json")
+    assert response.status_code == 400 and "not valid JSON" in response.json()["detail"]
+
+
+def test_a_run_starts_finishes_and_reports_every_node(student_client, graph):
+    response = post(student_client, "/api/runs", {"graph": graph.pk, "options": {"seed": 3}})
+    assert response.status_code == 202
+    body = response.json()
+    assert body["status"] == "queued"
+    service.wait_for(body["run_id"])
+    run = student_client.get(f"/api/runs/{body['run_id']}").json()
+    assert run["status"] == "succeeded", run["error"]
+    assert run["device"] == "cpu" and run["options"]["seed"] == 3
+    assert {n: s["status"] for n, s in run["nodes"].items()} == dict.fromkeys(
+        ["start", "input", "reshape", "softmax", "print"], "completed")
+    assert run["nodes"]["reshape"]["summary"]["tensor"]["shape"] == [1, 16]
+
+
+def test_a_draft_run_is_refused_with_the_seeds_text(student_client, walkthrough):
+    """WK5: a graph without a Start trigger is a draft and Run is rejected."""
+    walkthrough["edges"] = [e for e in walkthrough["edges"] if e.get("type") != "trigger"]
+    response = post(student_client, "/api/runs", {"graph": walkthrough})
+    assert response.status_code == 400
+    assert response.json()["problems"] == [
+        "No entry points defined. Drag a Start node from the palette and connect it to the node "
+        "you want to start execution from."]
+    assert not Run.objects.exists()
+
+
+def test_bad_run_options_are_refused(student_client, graph):
+    response = post(student_client, "/api/runs", {"graph": graph.pk, "options": {"seed": "x", "warp": True}})
+    assert response.status_code == 400
+    assert set(response.json()["problems"]) == {"seed must be a whole number or blank, not 'x'",
+                                                "Unknown run option 'warp'"}
+
+
+def test_a_strangers_run_answers_404(student_client, client, stranger, graph):
+    run_id = post(student_client, "/api/runs", {"graph": graph.pk}).json()["run_id"]
+    service.wait_for(run_id)
+    client.force_login(stranger)
+    assert client.get(f"/api/runs/{run_id}").status_code == 404
+    assert post(client, f"/api/runs/{run_id}/cancel", {}).status_code == 404
+    assert client.delete(f"/api/runs/{run_id}").status_code == 404
+    assert client.get("/api/runs/not-a-uuid").status_code == 404
+    assert post(client, "/api/runs", {"graph": graph.pk}).status_code == 404
+
+
+def test_deleting_a_finished_run_drops_its_captures(student_client, graph, fresh_store):
+    """ST3: deleting a run drops its captures."""
+    run_id = post(student_client, "/api/runs", {"graph": graph.pk}).json()["run_id"]
+    service.wait_for(run_id)
+    assert fresh_store.has_run(run_id)
+    assert student_client.delete(f"/api/runs/{run_id}").status_code == 204
+    assert not fresh_store.has_run(run_id) and not Run.objects.filter(pk=run_id).exists()
+
+
+def test_an_unfinished_run_cannot_be_deleted_but_can_be_cancelled(student_client, student):
+    run = Run.objects.create(owner=student, status=Run.Status.QUEUED)
+    assert student_client.delete(f"/api/runs/{run.pk}").status_code == 409
+    response = post(student_client, f"/api/runs/{run.pk}/cancel", {})
+    assert response.status_code == 200 and response.json()["status"] == "cancelled"
+    assert post(student_client, f"/api/runs/{run.pk}/cancel", {}).status_code == 409
+
+
+def test_runs_left_running_by_a_restart_are_marked_interrupted(student):
+    run = Run.objects.create(owner=student, status=Run.Status.RUNNING)
+    assert service.mark_interrupted_runs() == 1
+    run.refresh_from_db()
+    assert run.status == "interrupted"
+
+
+def test_health_reports_version_nodes_and_store_usage(student_client):
+    body = student_client.get("/api/health").json()
+    assert body["version"] and body["nodes"] >= 39
+    usage = body["stores"]["run_output_store"]
+    assert usage["max_runs"] == 20 and usage["max_bytes"] == 2048 * 2**20
+
+
+def test_session_posts_need_the_csrf_token(student):
+    from django.test import Client
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(student)
+    assert post(client, "/api/graphs", {"nodes": [], "edges": []}).status_code == 403

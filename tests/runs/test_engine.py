@@ -1,0 +1,235 @@
+"""The engine runs a planned graph: order, failures, seeds, cache, limits, cancel, events."""
+from __future__ import annotations
+
+import copy
+import threading
+
+import pytest
+import torch
+
+from apps.graphs import document
+from apps.graphs.nodes.base import Node, Port, register, registry
+from apps.runs.engine import ExecutionCache, RunOptions, execute, plan_run
+from apps.runs.engine import events as ev
+
+
+def run(doc, store=None, cache=None, cancel=None, **options):
+    events: list[ev.Event] = []
+    lock = threading.Lock()
+
+    def emit(event):
+        with lock:
+            events.append(event)
+
+    outcome = execute(plan_run(document.normalise(doc)), RunOptions(run_id=options.pop("run_id", "r1"), **options),
+                      emit, captures=store, cancel=cancel, cache=cache)
+    return outcome, events
+
+
+def kinds(events, node_id=None):
+    return [e.kind for e in events if node_id is None or e.node_id == node_id]
+
+
+def test_walkthrough_succeeds_and_softmax_sums_to_one(walkthrough, fresh_store):
+    """WK3: TensorInput 1,4,4 explicit -> Reshape 1,16 -> Softmax -> Print runs; softmax sums to 1."""
+    outcome, events = run(walkthrough, store=fresh_store)
+    assert outcome.status == "succeeded", outcome.error
+    probabilities = outcome.outputs["softmax"]["tensor"]
+    assert list(probabilities.shape) == [1, 16]
+    assert probabilities.sum().item() == pytest.approx(1.0, abs=1e-6)
+    assert {n: r.status for n, r in outcome.nodes.items()} == dict.fromkeys(
+        ["start", "input", "reshape", "softmax", "print"], "completed")
+    assert any(e.kind == ev.LOG and e.text.startswith("[probabilities]") for e in events)
+
+
+def test_reshape_default_stops_the_run_at_reshape(walkthrough):
+    """WK4: Reshape's default -1,784 does not fit 16 values and stops the run at Reshape."""
+    reshape = next(n for n in walkthrough["nodes"] if n["id"] == "reshape")
+    reshape["data"]["params"] = {}
+    outcome, events = run(walkthrough)
+    assert outcome.status == "failed"
+    assert outcome.nodes["reshape"].status == "error"
+    assert "16 values cannot be reshaped to [-1, 784]" in outcome.nodes["reshape"].error
+    assert "reshape" in outcome.error and "16 values cannot be reshaped to [-1, 784]" in outcome.error
+    assert outcome.nodes["softmax"].status == outcome.nodes["print"].status == "skipped"
+    assert kinds(events)[-1] == ev.RUN_FAILED
+
+
+def test_events_follow_the_run(walkthrough):
+    """Each node reports running then completed with a summary; exactly one terminal event ends the run."""
+    _, events = run(walkthrough)
+    assert kinds(events)[0] == ev.RUN_STARTED
+    assert [k for k in kinds(events) if k in ev.TERMINAL] == [ev.RUN_COMPLETED]
+    assert kinds(events, "reshape") == [ev.NODE_RUNNING, ev.NODE_COMPLETED]
+    summary = next(e.summary for e in events if e.kind == ev.NODE_COMPLETED and e.node_id == "reshape")
+    assert summary["tensor"]["shape"] == [1, 16] and summary["tensor"]["dtype"] == "torch.float32"
+    assert {"min", "max", "mean"} <= summary["tensor"].keys()
+
+
+def test_summaries_encode_non_finite_numbers_as_json_safe_text():
+    """Non-finite numbers in summaries are readable JSON, never bare NaN."""
+    summary = ev.summarise(torch.tensor([1.0, float("inf"), float("nan")]))
+    assert summary["max"] in ("Infinity", "NaN") and summary["mean"] == "NaN"
+
+
+def test_seeded_run_repeats_bitwise(walkthrough):
+    """SP15: the same seed gives the same numbers, bitwise, on CPU."""
+    params = next(n for n in walkthrough["nodes"] if n["id"] == "input")["data"]["params"]
+    params["value_mode"] = "random"
+    first, _ = run(copy.deepcopy(walkthrough), seed=123, run_id="a")
+    second, _ = run(copy.deepcopy(walkthrough), seed=123, run_id="b")
+    other, _ = run(copy.deepcopy(walkthrough), seed=124, run_id="c")
+    a, b = first.outputs["softmax"]["tensor"], second.outputs["softmax"]["tensor"]
+    assert torch.equal(a, b)
+    assert not torch.equal(a, other.outputs["softmax"]["tensor"])
+
+
+def test_a_deterministic_node_is_served_from_cache_the_second_time(walkthrough, fresh_store):
+    """An unchanged deterministic node is reported cached, and its outputs are still captured."""
+    cache = ExecutionCache()
+    run(walkthrough, cache=cache, run_id="first")
+    outcome, events = run(walkthrough, store=fresh_store, cache=cache, run_id="second")
+    assert outcome.nodes["reshape"].status == "cached"
+    assert ev.NODE_RUNNING not in kinds(events, "reshape")
+    assert fresh_store.get("second", "reshape", "tensor") is not None
+    assert any(e.kind == ev.LOG and e.node_id == "print" for e in events), "a cached Print still logs"
+
+
+@pytest.mark.parametrize("flag", ["verbose", "gradients"])
+def test_verbose_internals_and_capture_gradients_turn_the_cache_off(walkthrough, flag):
+    """SP9, SP13: with Verbose internals or Capture gradients on, every node re-executes."""
+    cache = ExecutionCache()
+    run(walkthrough, cache=cache, run_id="first")
+    outcome, _ = run(walkthrough, cache=cache, run_id="second", **{flag: True})
+    assert {r.status for r in outcome.nodes.values()} == {"completed"}
+
+
+def test_a_changed_param_misses_the_cache(walkthrough):
+    cache = ExecutionCache()
+    run(walkthrough, cache=cache, run_id="first")
+    next(n for n in walkthrough["nodes"] if n["id"] == "softmax")["data"]["params"]["dim"] = 1
+    outcome, _ = run(walkthrough, cache=cache, run_id="second")
+    assert outcome.nodes["reshape"].status == "cached"
+    assert outcome.nodes["softmax"].status == outcome.nodes["print"].status == "completed"
+
+
+def test_huge_allocation_fails_before_allocating(walkthrough):
+    """A node asked for more than CODEFYUI_MAX_TENSOR_ELEMENTS fails with a message, the server lives on."""
+    params = next(n for n in walkthrough["nodes"] if n["id"] == "input")["data"]["params"]
+    params.update(shape="100000,100000,100", value_mode="zeros")
+    outcome, _ = run(walkthrough)
+    assert outcome.status == "failed"
+    assert "CODEFYUI_MAX_TENSOR_ELEMENTS" in outcome.nodes["input"].error
+
+
+@register
+class _Sleep(Node):
+    """Test node: waits until released, so cancel and timeout can be exercised."""
+    type = "test:Sleep"
+    category = "Utility"
+    inputs = (Port("tensor"),)
+    outputs = (Port("tensor"),)
+    release = threading.Event()
+
+    def run(self, ctx, params, tensor):
+        self.release.wait(5)
+        return {"tensor": tensor}
+
+
+@register
+class _AddOneInPlace(Node):
+    """Test node: writes into its input, as a careless plugin might (and declares it)."""
+    type = "test:AddOneInPlace"
+    category = "Utility"
+    inputs = (Port("tensor"),)
+    outputs = (Port("tensor"),)
+    mutates_inputs = True
+
+    def run(self, ctx, params, tensor):
+        return {"tensor": tensor.add_(1)}
+
+
+def _insert_after_input(doc, type_key):
+    doc["nodes"].append({"id": "extra", "type": type_key, "position": {"x": 0, "y": 0}, "data": {"params": {}}})
+    edge = next(e for e in doc["edges"] if e["source"] == "input" and e.get("type") != "trigger")
+    doc["edges"].append({"id": "e-extra", "source": "extra", "sourceHandle": "tensor",
+                         "target": edge["target"], "targetHandle": "tensor"})
+    edge["target"] = "extra"
+    return doc
+
+
+def test_stop_cancels_between_nodes_and_ends_with_one_stopped_event(walkthrough):
+    """Stop lets the running node finish, runs nothing after it, and always ends with stopped."""
+    doc = _insert_after_input(walkthrough, "test:Sleep")
+    cancel = threading.Event()
+    _Sleep.release.clear()
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(zip(("outcome", "events"), run(doc, cancel=cancel))))
+    worker.start()
+    cancel.set()
+    _Sleep.release.set()
+    worker.join(10)
+    outcome, events = result["outcome"], result["events"]
+    assert outcome.status == "cancelled"
+    assert [k for k in kinds(events) if k in ev.TERMINAL] == [ev.RUN_STOPPED]
+    assert outcome.nodes["print"].status == "skipped"
+
+
+def test_a_run_past_its_time_limit_is_stopped_with_a_message(walkthrough):
+    """CODEFYUI_RUN_TIMEOUT_S stops a run that takes too long."""
+    doc = _insert_after_input(walkthrough, "test:Sleep")
+    _Sleep.release.clear()
+    try:
+        outcome, events = run(doc, timeout_s=0.3)
+    finally:
+        _Sleep.release.set()
+    assert outcome.status == "failed"
+    assert "CODEFYUI_RUN_TIMEOUT_S" in outcome.error
+    assert kinds(events)[-1] == ev.RUN_FAILED
+
+
+def test_capture_keeps_what_the_node_produced_when_a_later_node_writes_in_place(walkthrough, fresh_store):
+    """A capture shows what the node produced even if a later node changes tensors in place."""
+    doc = _insert_after_input(walkthrough, "test:AddOneInPlace")
+    outcome, _ = run(doc, store=fresh_store)
+    assert outcome.status == "succeeded", outcome.error
+    captured = fresh_store.get("r1", "input", "tensor").value
+    assert captured.flatten()[0].item() == 0.5  # the walkthrough's first value, not 1.5
+
+
+def test_record_off_captures_nothing(walkthrough, fresh_store):
+    """WK12: with Record node outputs off, the run is not captured."""
+    run(walkthrough, store=fresh_store, record=False)
+    assert not fresh_store.has_run("r1")
+
+
+def test_every_completed_node_output_is_captured_keyed_by_run(walkthrough, fresh_store):
+    """WK7: every completed node's full output is captured in server memory, keyed by the run."""
+    run(walkthrough, store=fresh_store, run_id="run-a")
+    assert set(fresh_store.ports("run-a")) >= {("input", "tensor"), ("reshape", "tensor"),
+                                               ("softmax", "tensor"), ("print", "value")}
+    assert list(fresh_store.get("run-a", "reshape", "tensor").value.shape) == [1, 16]
+
+
+def test_unavailable_device_falls_back_to_cpu_with_a_warning(walkthrough):
+    """Device: the requested device if this server has it, else CPU with a warning in the run log."""
+    outcome, events = run(walkthrough, device="cuda:7" if torch.cuda.is_available() else "cuda")
+    assert outcome.status == "succeeded" and outcome.device == "cpu"
+    assert any("Runs fall back to CPU" in line for line in outcome.log)
+
+
+def test_deterministic_flag_is_set_for_the_run_only(walkthrough):
+    """SP16: deterministic algorithms are on during the run and off again after it."""
+    outcome, _ = run(walkthrough, deterministic=True)
+    assert outcome.status == "succeeded"
+    assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_the_catalogue_has_the_foundation_nodes():
+    expected = {"Start", "TensorInput", "TensorCreate", "Reshape", "Flatten", "Concat", "Print", "Linear",
+                "Embedding", "Add", "Multiply", "MatMul", "Mean", "Permute", "Squeeze", "Unsqueeze", "Stack",
+                "Split", "Argmax", "ScalarMultiply", "Softmax", "Conv2d", "ConvTranspose2d", "MaxPool2d",
+                "AvgPool2d", "AdaptiveAvgPool2d", "Activation", "Dropout", "BatchNorm2d", "LayerNorm",
+                "RNNCell", "LSTM", "GRU", "MultiHeadAttention", "TransformerEncoder", "TransformerDecoder",
+                "Loss", "Optimizer", "BackwardOnce"}
+    assert expected <= set(registry())

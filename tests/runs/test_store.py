@@ -1,0 +1,92 @@
+"""The capture store: newest 20 runs and a byte budget, whole runs evicted oldest-first."""
+from __future__ import annotations
+
+import torch
+
+from apps.runs.store import MemoryCaptureStore
+
+MB = 2**20
+
+
+def put_run(store, run_id, *tensors):
+    store.open_run(run_id)
+    for i, t in enumerate(tensors):
+        store.put(run_id, f"n{i}", "tensor", t)
+    store.close_run(run_id)
+
+
+def test_only_the_newest_runs_are_kept_whole():
+    """ST1, ST2: the newest 20 runs are kept; older ones go whole, oldest first."""
+    store = MemoryCaptureStore(max_runs=20, max_bytes=0)
+    for i in range(22):
+        put_run(store, f"run{i}", torch.zeros(4), torch.ones(4))
+    assert not store.has_run("run0") and not store.has_run("run1")
+    assert store.has_run("run2") and store.has_run("run21")
+    assert len(store.ports("run2")) == 2  # whole runs, never half of one
+
+
+def test_byte_budget_evicts_oldest_whole_runs():
+    """ST1, ST2: the byte budget binds too; eviction removes whole runs, oldest first."""
+    store = MemoryCaptureStore(max_runs=20, max_bytes=3 * MB)
+    for i in range(4):
+        put_run(store, f"run{i}", torch.zeros(MB // 8), torch.zeros(MB // 8))  # 1 MiB a run
+    assert [r for r in ("run0", "run1", "run2", "run3") if store.has_run(r)] == ["run1", "run2", "run3"]
+    assert store.usage()["bytes"] == 3 * MB
+
+
+def test_the_run_being_written_is_never_evicted():
+    store = MemoryCaptureStore(max_runs=20, max_bytes=1 * MB)
+    put_run(store, "old", torch.zeros(MB // 8))
+    store.open_run("big")
+    store.put("big", "a", "tensor", torch.zeros(MB // 4))
+    store.put("big", "b", "tensor", torch.zeros(MB // 4))
+    assert store.has_run("big") and len(store.ports("big")) == 2
+    assert not store.has_run("old")
+    assert store.usage()["bytes"] > store.usage()["max_bytes"]  # visible in health
+
+
+def test_zero_megabytes_leaves_only_the_run_count():
+    store = MemoryCaptureStore(max_runs=2, max_bytes=0)
+    for i in range(3):
+        put_run(store, f"run{i}", torch.zeros(MB))
+    assert store.usage()["runs"] == 2
+
+
+def test_a_view_and_its_base_count_once():
+    store = MemoryCaptureStore(max_runs=20, max_bytes=0)
+    base = torch.zeros(1024)
+    put_run(store, "r", base, base.view(32, 32), base[:10])
+    assert store.usage()["bytes"] == 1024 * 4
+
+
+def test_deleting_a_run_drops_its_captures():
+    """ST3: deleting a run drops its captures."""
+    store = MemoryCaptureStore()
+    put_run(store, "r", torch.zeros(3))
+    assert store.drop_run("r")
+    assert store.get("r", "n0", "tensor") is None and store.ports("r") is None
+
+
+def test_a_captured_weight_does_not_change_when_a_later_run_trains_it():
+    """A capture shows what the node produced even if a later run changes tensors in place."""
+    store = MemoryCaptureStore()
+    weight = torch.nn.Parameter(torch.ones(3))
+    put_run(store, "r", weight)
+    with torch.no_grad():
+        weight.add_(5)
+    assert store.get("r", "n0", "tensor").value.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_an_overwritten_port_gets_a_new_serial():
+    store = MemoryCaptureStore()
+    store.put("r", "loop", "tensor", torch.zeros(2))
+    first = store.get("r", "loop", "tensor").serial
+    store.put("r", "loop", "tensor", torch.ones(2))
+    assert store.get("r", "loop", "tensor").serial > first
+
+
+def test_a_none_output_is_held_as_an_empty_port():
+    store = MemoryCaptureStore()
+    store.put("r", "n", "grad_scaler_state", None)
+    capture = store.get("r", "n", "grad_scaler_state")
+    assert capture is not None and capture.value is None

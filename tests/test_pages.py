@@ -1,0 +1,50 @@
+"""Pages: login required everywhere but the login page; a user sees only their own things."""
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+
+from apps.graphs.models import Graph
+from apps.runs.models import Run
+
+pytestmark = pytest.mark.django_db
+
+
+def test_every_page_but_login_needs_a_login(client):
+    response = client.get("/")
+    assert response.status_code == 302 and response.url.startswith("/login/")
+    assert client.get("/login/").status_code == 200
+
+
+def test_home_lists_only_my_graphs_and_runs(student_client, student, stranger, walkthrough):
+    Graph.objects.create(owner=student, name="mine", document=walkthrough)
+    Graph.objects.create(owner=stranger, name="theirs", document=walkthrough)
+    Run.objects.create(owner=stranger, graph_name="their run")
+    page = student_client.get("/").content.decode()
+    assert "mine" in page and "theirs" not in page and "their run" not in page
+
+
+def test_importing_a_malformed_file_says_why_and_saves_nothing(student_client):
+    upload = SimpleUploadedFile("broken.json", b'{"nodes": [{"id": "a", "type": "Warp"}], "edges": []}')
+    page = student_client.post("/graphs/import", {"file": upload}, follow=True).content.decode()
+    assert "Unknown node type: Warp (a)" in page
+    assert not Graph.objects.exists()
+
+
+def test_importing_a_graph_file_stores_it(student_client, student):
+    from tests.conftest import EXAMPLES
+    upload = SimpleUploadedFile("walk.json", (EXAMPLES / "walkthrough.json").read_bytes())
+    student_client.post("/graphs/import", {"file": upload})
+    assert Graph.objects.get(owner=student).name == "Softmax walkthrough"
+
+
+def test_ensureadmin_creates_one_administrator(monkeypatch, capsys):
+    from codefyui import conf
+    monkeypatch.setattr(conf, "ADMIN_PASSWORD", "a-long-class-password")
+    call_command("ensureadmin")
+    call_command("ensureadmin")
+    from django.contrib.auth import get_user_model
+    admin = get_user_model().objects.get(is_superuser=True)
+    assert admin.check_password("a-long-class-password")
+    assert "CODEFYUI_ADMIN_PASSWORD" in capsys.readouterr().out
