@@ -4,8 +4,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from apps.graphs import document
+from apps.runs.engine import DraftGraph, InvalidGraph, plan_run
 
 
 def test_a_codefyui_file_loads_and_keeps_keys_we_do_not_know(walkthrough):
@@ -84,3 +87,31 @@ def test_not_a_graph_at_all():
     with pytest.raises(document.DocumentError) as broken:
         document.load("[1, 2, 3]")
     assert "JSON object" in broken.value.problems[0]
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                           max_leaves=20)
+node_like = st.fixed_dictionaries({}, optional={"id": json_values | st.text(max_size=3), "type": st.sampled_from(
+    ["Start", "Softmax", "note", "preset:x", "Nope"]) | json_values, "position": json_values, "data": json_values})
+graph_like = st.fixed_dictionaries({}, optional={"nodes": st.lists(node_like, max_size=4) | json_values,
+                                                 "edges": st.lists(st.dictionaries(st.sampled_from(
+                                                     ["id", "source", "target", "sourceHandle", "targetHandle", "type", "data"]),
+                                                     json_values), max_size=4) | json_values,
+                                                 "settings": json_values, "segmentGroups": json_values, "name": json_values})
+
+
+@settings(max_examples=300, deadline=None)
+@given(graph_like)
+def test_any_json_either_loads_or_gets_a_document_error(raw):
+    """Bad input gets a clear message, never a crash."""
+    try:
+        doc = document.normalise(raw)
+    except document.DocumentError as exc:
+        assert exc.problems and all(isinstance(p, str) and p for p in exc.problems)
+    else:
+        assert isinstance(doc["nodes"], list) and isinstance(doc["edges"], list)
+        try:
+            plan_run(doc)
+        except (DraftGraph, InvalidGraph):
+            pass

@@ -1,0 +1,5 @@
+"""The built-in node catalogue. Importing a module registers its nodes (see ``base.register``)."""
+from . import cnn, control, data, normalization, rnn, tensor_ops, training, transformer, utility
+
+__all__ = ["cnn", "control", "data", "normalization", "rnn", "tensor_ops", "training",
+           "transformer", "utility"]

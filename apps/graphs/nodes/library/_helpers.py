@@ -1,0 +1,179 @@
+"""Shared pieces of the node library: port shorthands, shape parsing, layer building,
+step recording and the friendly errors students see.
+
+Every library node subclasses ``LibraryNode``. Its ``run`` is wrapped once, when the class is
+defined, so that (1) a list or number arriving on a TENSOR input becomes a tensor on the run
+device, and (2) an error torch raises that the node did not foresee still reaches the student
+as a ``NodeError`` naming the node, instead of a traceback.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable, Iterable
+
+import torch
+
+from ..base import Node, NodeError, ParamError, Port, RunContext, parse_int_list
+
+# -- port shorthands ---------------------------------------------------------------------
+
+TENSOR_IN = (Port("tensor"),)
+TENSOR_OUT = (Port("tensor"),)
+PAIR_IN = (Port("tensor_a"), Port("tensor_b"))
+
+
+# -- the base class of every library node -------------------------------------------------
+
+class LibraryNode(Node):
+    """A node of the built-in catalogue (see the module docstring for what it adds)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        run = cls.__dict__.get("run")
+        if run is not None and not getattr(run, "_guarded", False):
+            cls.run = _guard(run)
+
+
+def _guard(run: Callable) -> Callable:
+    @functools.wraps(run)
+    def guarded(self, ctx, params, **inputs):
+        node = type(self)  # a subclass may inherit this run (the pooling nodes do)
+        for port in node.inputs:
+            if port.type == "TENSOR" and inputs.get(port.name) is not None:
+                inputs[port.name] = to_tensor(inputs[port.name], port.name, node.type, ctx.device)
+        try:
+            return run(self, ctx, params, **inputs)
+        except NodeError:
+            raise
+        except ParamError as exc:
+            raise NodeError(f"{node.type}: {exc}") from exc
+        except (RuntimeError, ValueError, IndexError, TypeError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise NodeError(f"{node.type} failed: {first}") from exc
+
+    guarded._guarded = True
+    return guarded
+
+
+def param_value(node: type[Node], params: dict[str, Any], name: str) -> Any:
+    """One param read leniently (raw or coerced; a bad value counts as the default), for
+    class-level hooks such as ``output_ports`` and ``draws_random`` that see raw params."""
+    param = next(p for p in node.params if p.name == name)
+    try:
+        return param.coerce(params.get(name))
+    except ParamError:
+        return param.default
+
+
+def to_tensor(value: Any, port: str, node_type: str, device: Any) -> torch.Tensor:
+    """A value wired into a TENSOR input (lists and numbers allowed) as a tensor."""
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (bool, int, float, list, tuple)) or hasattr(value, "__array__"):
+        try:
+            if hasattr(value, "__array__") and not isinstance(value, (list, tuple)):
+                import numpy  # only needed for array-like inputs such as images
+
+                value = numpy.asarray(value)
+            return torch.as_tensor(value, device=device)
+        except (TypeError, ValueError, RuntimeError):
+            pass
+    raise NodeError(f"Input '{port}' of {node_type} needs a tensor, but received a value of "
+                    f"type '{type(value).__name__}'")
+
+
+# -- shapes and dims -----------------------------------------------------------------------
+
+def shape_str(shape: Iterable[int]) -> str:
+    """torch.Size([1, 4, 4]) -> '[1, 4, 4]', the way every message writes a shape."""
+    return "[" + ", ".join(str(int(s)) for s in shape) + "]"
+
+
+def numel(shape: Iterable[int]) -> int:
+    return math.prod(int(s) for s in shape)
+
+
+def sizes(params: dict[str, Any], name: str) -> list[int]:
+    """A shape param such as '1,4,4' whose sizes must all be 1 or more."""
+    shape = parse_int_list(params[name], name)
+    if any(s < 1 for s in shape):
+        raise NodeError(f"'{name}' sizes must be 1 or more, but {params[name]!r} gives "
+                        f"{shape_str(shape)}")
+    return shape
+
+
+def check_dim(x: torch.Tensor, dim: int, name: str = "dim", extra: int = 0) -> int:
+    """Refuse a dim outside the tensor's range; ``extra=1`` for ops that add a dimension."""
+    n = max(x.dim() + extra, 1)
+    if not -n <= dim < n:
+        raise NodeError(f"'{name}' = {dim} is out of range for a {x.dim()}-D tensor of shape "
+                        f"{shape_str(x.shape)}; use a value from {-n} to {n - 1}")
+    return dim
+
+
+def need_rank(x: torch.Tensor, ranks: tuple[int, ...], node: str, layout: str) -> None:
+    if x.dim() not in ranks:
+        wanted = " or ".join(f"{r}-D" for r in ranks)
+        raise NodeError(f"{node} expects a {wanted} tensor {layout}, but got shape "
+                        f"{shape_str(x.shape)} ({x.dim()}-D)")
+
+
+def as_float(x: torch.Tensor) -> torch.Tensor:
+    """Whole-number and true/false tensors become float32 for ops that need fractions."""
+    return x if x.is_floating_point() else x.float()
+
+
+def broadcast_shape(a: torch.Tensor, b: torch.Tensor, verb: str) -> torch.Size:
+    try:
+        return torch.broadcast_shapes(a.shape, b.shape)
+    except RuntimeError:
+        raise NodeError(f"Shape mismatch: cannot {verb} {shape_str(a.shape)} and "
+                        f"{shape_str(b.shape)}. Compared from the right, each pair of sizes "
+                        "must be equal or one of them must be 1 (e.g. [2, 3] and [3] work)"
+                        ) from None
+
+
+# -- layers ----------------------------------------------------------------------------------
+
+def build_layer(ctx: RunContext, elements: int, what: str, build: Callable[[], Any],
+                seed: int | None = None) -> Any:
+    """Check the weight count, then get this node's layer from the engine.
+
+    The weights are initialised from ``seed`` when given (a node's own seed param), else from
+    the run's seed for this node, so a seeded run starts from the same weights every time.
+    ``fork_rng`` keeps torch's global random state untouched.
+    """
+    ctx.check_size(int(elements), what)
+    seed = ctx.seed if seed is None else seed
+
+    def make() -> Any:
+        if seed is None:
+            return build()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed_value(seed))
+            return build()
+
+    return ctx.module(make)
+
+
+def seed_value(seed: int) -> int:
+    """A seed torch accepts: int64 seeds unchanged, larger ones folded into range."""
+    seed = int(seed)
+    return seed if -2**63 <= seed < 2**63 else seed % 2**63
+
+
+def to_layer_dtype(x: torch.Tensor, module: torch.nn.Module) -> torch.Tensor:
+    """Match the input's dtype to the layer's weights (an int64 input becomes float32)."""
+    weight = next(iter(module.parameters()), None)
+    dtype = weight.dtype if weight is not None else torch.float32
+    return x if x.dtype == dtype else x.to(dtype)
+
+
+# -- Verbose internals ---------------------------------------------------------------------
+
+def step(ctx: RunContext, name: str, description: str, scalars: dict | None = None,
+         **tensors: torch.Tensor) -> None:
+    """Record one row of the ``__steps__`` trace; tensors are detached from autograd."""
+    ctx.step(name, description, tensors={k: v.detach() for k, v in tensors.items()},
+             scalars=scalars or {})

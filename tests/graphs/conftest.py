@@ -1,0 +1,46 @@
+"""A stand-in for the engine's RunContext, so nodes can be run without the engine or Django."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from apps.graphs.nodes.base import NodeError
+
+torch.set_num_threads(1)
+
+
+class FakeContext:
+    """Implements the RunContext protocol of apps/graphs/nodes/base.py on the CPU."""
+
+    size_limit = 100_000_000
+
+    def __init__(self) -> None:
+        self.node_id = "node"
+        self.device = torch.device("cpu")
+        self.seed = None
+        self.verbose = False
+        self.logs: list[str] = []
+        self.steps: list[dict] = []
+
+    def generator(self) -> torch.Generator:
+        return torch.Generator().manual_seed(0)
+
+    def check_size(self, elements: int, what: str) -> None:
+        if elements > self.size_limit:
+            raise NodeError(f"{what} would need {elements:,} elements; the limit is "
+                            f"{self.size_limit:,}")
+
+    def log(self, text: str) -> None:
+        self.logs.append(text)
+
+    def step(self, name, description="", tensors=None, scalars=None) -> None:
+        self.steps.append({"name": name, "description": description,
+                           "tensors": tensors or {}, "scalars": scalars or {}})
+
+    def module(self, build):
+        return build()
+
+
+@pytest.fixture
+def ctx() -> FakeContext:
+    return FakeContext()
