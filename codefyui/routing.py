@@ -1,2 +1,8 @@
-"""WebSocket routes. Live run progress joins here with the editor."""
-websocket_urlpatterns: list = []
+"""WebSocket routes."""
+from django.urls import path
+
+from apps.runs.consumers import RunConsumer
+
+websocket_urlpatterns = [
+    path("ws/runs/<str:run_id>/", RunConsumer.as_asgi()),
+]

@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from apps.graphs import api as graphs_api
 from apps.graphs import views as graphs_views
@@ -12,6 +12,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("editor/", include("apps.graphs.urls")),
     path("api/graphs", graphs_api.graphs, name="api-graphs"),
     path("api/graphs/<int:pk>", graphs_api.graph_detail, name="api-graph"),
     path("api/runs", runs_api.runs, name="api-runs"),

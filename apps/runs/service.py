@@ -174,15 +174,13 @@ def _execute(run_pk, planned: engine.Plan, options: dict[str, Any], cancel: thre
     recorder = _Recorder(run_pk)
     try:
         if cancel.is_set():
-            recorder.finish("cancelled", "Execution cancelled", None)
-            return
-        Run.objects.filter(pk=run_pk).update(status=Run.Status.RUNNING, started=timezone.now())
-        outcome = engine.execute(planned, engine.RunOptions(run_id=run_id, **options), recorder,
-                                 captures=get_store(), cancel=cancel, cache=cache)
-        recorder.finish(outcome.status, outcome.error, outcome.device)
+            recorder.finish("cancelled", "Execution cancelled")
+        else:
+            engine.execute(planned, engine.RunOptions(run_id=run_id, **options), recorder,
+                           captures=get_store(), cancel=cancel, cache=cache)
     except Exception:  # never leave a run "running" forever
         log.exception("run %s crashed", run_id)
-        recorder.finish("failed", "The server hit an unexpected problem while running this graph.", None)
+        recorder.finish("failed", "The server hit an unexpected problem while running this graph.")
     finally:
         with _lock:
             _cancels.pop(run_id, None)
@@ -190,46 +188,51 @@ def _execute(run_pk, planned: engine.Plan, options: dict[str, Any], cancel: thre
 
 
 class _Recorder:
-    """Engine events -> the Run row (throttled) and the listeners."""
+    """Engine events -> the Run row, then the listeners. The row is written before an event
+    is pushed, so a client that (re)connects and reads the row misses nothing."""
 
-    FLUSH_EVERY_S = 0.25
+    TERMINAL_STATUS = {ev.RUN_COMPLETED: "succeeded", ev.RUN_FAILED: "failed", ev.RUN_STOPPED: "cancelled"}
 
     def __init__(self, run_pk):
         self.run_pk = run_pk
         self.nodes: dict[str, dict[str, Any]] = {}
         self.log: list[dict[str, Any]] = []
-        self._flushed = 0.0
         self._lock = threading.Lock()
 
     def __call__(self, event: ev.Event) -> None:
         with self._lock:
-            if event.node_id and event.kind.startswith("node_") and event.kind != ev.NODE_PROGRESS:
-                entry = {"status": event.kind.removeprefix("node_")}
-                if event.error:
-                    entry["error"] = event.error
-                if event.summary is not None:
-                    entry["summary"] = event.summary
-                self.nodes[event.node_id] = entry
-            if event.kind == ev.LOG:
-                self.log.append({"node": event.node_id, "text": event.text, "level": event.level})
-            if event.kind not in ev.TERMINAL and time.monotonic() - self._flushed > self.FLUSH_EVERY_S:
-                self._flush()
+            self._record(event)
         for listener in list(_listeners):
             try:
                 listener(event)
             except Exception:
                 log.exception("run listener failed")
 
-    def _flush(self, **fields) -> None:
-        self._flushed = time.monotonic()
+    def _record(self, event: ev.Event) -> None:
+        fields: dict[str, Any] = {}
+        if event.kind == ev.RUN_STARTED:
+            fields = {"status": Run.Status.RUNNING, "started": timezone.now(),
+                      "device": (event.data or {}).get("device", "")}
+        elif event.kind in self.TERMINAL_STATUS:
+            fields = {"status": self.TERMINAL_STATUS[event.kind], "error": event.error or "",
+                      "finished": timezone.now()}
+        elif event.kind == ev.LOG:
+            self.log.append({"node": event.node_id, "text": event.text, "level": event.level})
+        elif event.node_id and event.kind != ev.NODE_PROGRESS:
+            entry = {"status": event.kind.removeprefix("node_")}
+            if event.error:
+                entry["error"] = event.error
+            if event.summary is not None:
+                entry["summary"] = event.summary
+            self.nodes[event.node_id] = entry
+        else:
+            return
         Run.objects.filter(pk=self.run_pk).update(nodes=self.nodes, log=self.log, **fields)
 
-    def finish(self, status: str, error: str | None, device: str | None) -> None:
-        fields = {"status": status, "error": error or "", "finished": timezone.now()}
-        if device:
-            fields["device"] = device
+    def finish(self, status: str, error: str) -> None:
         with self._lock:
-            self._flush(**fields)
+            Run.objects.filter(pk=self.run_pk).update(status=status, error=error, finished=timezone.now(),
+                                                     nodes=self.nodes, log=self.log)
 
 
 def cache_usage() -> dict[str, int]:

@@ -1,0 +1,120 @@
+"""Where everything sits on the canvas: node cards, port anchors and edge paths, computed
+on the server so the canvas draws without JavaScript. No Django here."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import document
+from .nodes.base import CATEGORY_COLOURS, PORT_COLOURS, Port, resolve
+
+CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
+MARGIN = 240
+
+
+@dataclass
+class PortView:
+    name: str
+    type: str
+    colour: str
+    optional: bool
+    x: float
+    y: float
+    side: str              # "in" | "out"
+
+
+@dataclass
+class CardView:
+    id: str
+    type: str
+    label: str
+    category: str
+    colour: str
+    description: str
+    x: float
+    y: float
+    h: float
+    inputs: list[PortView] = field(default_factory=list)
+    outputs: list[PortView] = field(default_factory=list)
+    is_note: bool = False
+    text: str = ""
+    entry: bool = False    # a trigger edge starts execution here
+    status: dict = field(default_factory=dict)   # this node in the inspected run
+    badge: str = ""
+
+
+@dataclass
+class EdgeView:
+    id: str
+    path: str
+    colour: str
+    trigger: bool
+    label: str
+
+
+@dataclass
+class CanvasView:
+    cards: list[CardView]
+    edges: list[EdgeView]
+    width: float
+    height: float
+
+
+def layout(doc: dict[str, Any], style: str = "circuit") -> CanvasView:
+    entries = {e["target"] for e in doc["edges"] if document.is_trigger(e)}
+    cards = {n["id"]: _card(n, n["id"] in entries) for n in doc["nodes"]}
+    edges = []
+    for e in doc["edges"]:
+        src, dst = cards.get(e["source"]), cards.get(e["target"])
+        if src is None or dst is None:
+            continue
+        start = next((p for p in src.outputs if p.name == e.get("sourceHandle")), None)
+        if document.is_trigger(e):
+            end_x, end_y, colour = dst.x, dst.y + HEADER_H / 2, "#9E9E9E"
+        else:
+            end = next((p for p in dst.inputs if p.name == e.get("targetHandle")), None)
+            if end is None:
+                continue
+            end_x, end_y, colour = end.x, end.y, (start.colour if start else PORT_COLOURS["ANY"])
+        if start is None:
+            continue
+        edges.append(EdgeView(e["id"], edge_path(start.x, start.y, end_x, end_y, style), colour,
+                              document.is_trigger(e),
+                              f"{src.label}.{start.name} → {dst.label}" + ("" if document.is_trigger(e) else f".{e['targetHandle']}")))
+    width = max((c.x + CARD_W for c in cards.values()), default=0) + MARGIN
+    height = max((c.y + c.h for c in cards.values()), default=0) + MARGIN
+    return CanvasView(list(cards.values()), edges, max(width, 960), max(height, 560))
+
+
+def _card(node: dict[str, Any], entry: bool) -> CardView:
+    x, y = node["position"]["x"], node["position"]["y"]
+    cls = resolve(node["type"]) if node["type"] != document.NOTE_TYPE else None
+    if cls is None:
+        return CardView(node["id"], node["type"], "Note", "", "#FFF59D", "", x, y, NOTE_H, is_note=True,
+                        text=str(node.get("data", {}).get("text", "")))
+    params = cls.coerce_params(node["data"].get("params", {}))[0]
+    outputs = cls.output_ports(params)
+    rows = max(len(cls.inputs), len(outputs), 1)
+    card = CardView(node["id"], cls.type, document.node_label(node), cls.category,
+                    CATEGORY_COLOURS.get(cls.category, "#607D8B"), cls.description, x, y,
+                    HEADER_H + rows * ROW_H + 6, entry=entry)
+    card.inputs = [_port(p, x, y, i, "in") for i, p in enumerate(cls.inputs)]
+    card.outputs = [_port(p, x + CARD_W, y, i, "out") for i, p in enumerate(outputs)]
+    return card
+
+
+def _port(port: Port, x: float, top: float, row: int, side: str) -> PortView:
+    return PortView(port.name, port.type, PORT_COLOURS.get(port.type.upper(), PORT_COLOURS["ANY"]),
+                    port.optional, x, top + HEADER_H + row * ROW_H + ROW_H / 2, side)
+
+
+def edge_path(x1: float, y1: float, x2: float, y2: float, style: str) -> str:
+    """Circuit: board traces with right angles; Curve: a smooth cubic."""
+    if style == "curve":
+        dx = max(40.0, abs(x2 - x1) / 2)
+        return f"M{x1:.0f},{y1:.0f} C{x1 + dx:.0f},{y1:.0f} {x2 - dx:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"
+    if x2 < x1 + 16:  # the target is behind the source: go round below both
+        low = max(y1, y2) + 48
+        return f"M{x1:.0f},{y1:.0f} H{x1 + 16:.0f} V{low:.0f} H{x2 - 16:.0f} V{y2:.0f} H{x2:.0f}"
+    mid = (x1 + x2) / 2
+    return f"M{x1:.0f},{y1:.0f} H{mid:.0f} V{y2:.0f} H{x2:.0f}"

@@ -1,0 +1,342 @@
+"""The editor's views: each is a few lines. A GET renders the editor page (or, for htmx,
+its #editor partial from the same template); every POST applies one change and answers
+303 back to the editor, so the same forms work with and without JavaScript."""
+from __future__ import annotations
+
+import json
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.runs import service
+from apps.runs.models import Run
+from codefyui.access import get_visible, visible_to
+
+from . import document, edits, workspace
+from .editor_context import editor_context
+from .models import Graph, Tab
+from .prefs import Prefs
+
+
+def _tab(request: HttpRequest, tab_id: int) -> Tab:
+    return get_visible(Tab.objects, request.user, tab_id)
+
+
+def editor_url(tab: Tab | None, **state) -> str:
+    """The editor for a tab, keeping the page state that matters (selected node, inspected run)."""
+    base = reverse("editor-tab", args=[tab.pk]) if tab else reverse("editor")
+    query = urlencode({k: v for k, v in state.items() if v})
+    return f"{base}?{query}" if query else base
+
+
+def back(request: HttpRequest, tab: Tab | None, **changes) -> HttpResponse:
+    """303 to the editor with the state the form carried, changed as given."""
+    state = {"node": request.POST.get("_node", ""), "run": request.POST.get("_run", "")}
+    state.update(changes)
+    return redirect(editor_url(tab, **state), permanent=False) if tab else redirect("editor")
+
+
+def _render(request: HttpRequest, context: dict) -> HttpResponse:
+    template = "editor/editor.html#editor" if request.htmx else "editor/editor.html"
+    return render(request, template, context)
+
+
+# -- pages ----------------------------------------------------------------------------------
+
+@require_GET
+def editor(request: HttpRequest) -> HttpResponse:
+    """The welcome screen while no tab is open."""
+    tab = visible_to(Tab.objects, request.user).first()
+    if tab is not None:
+        return redirect(editor_url(tab))
+    return _render(request, editor_context(request, None))
+
+
+@require_GET
+def editor_tab(request: HttpRequest, tab_id: int) -> HttpResponse:
+    return _render(request, editor_context(request, _tab(request, tab_id)))
+
+
+# -- tabs -----------------------------------------------------------------------------------
+
+@require_POST
+def tab_new(request: HttpRequest) -> HttpResponse:
+    return back(request, workspace.new_tab(request.user))
+
+
+@require_POST
+def tab_open(request: HttpRequest) -> HttpResponse:
+    graph = get_visible(Graph.objects, request.user, request.POST.get("graph"))
+    return back(request, workspace.new_tab(request.user, graph.document, title=graph.name, graph=graph))
+
+
+@require_POST
+def tab_example(request: HttpRequest) -> HttpResponse:
+    example = workspace.example(request.POST.get("example", ""))
+    if example is None:
+        messages.error(request, "Failed to load example")
+        return redirect("editor")
+    return back(request, workspace.new_tab(request.user, example, title=example["name"]))
+
+
+@require_POST
+def tab_import(request: HttpRequest) -> HttpResponse:
+    upload = request.FILES.get("file")
+    try:
+        tabs = workspace.import_file(request.user, upload)
+    except workspace.ImportRefused as exc:
+        messages.error(request, str(exc))
+        return redirect(request.POST.get("_back") or "editor")
+    messages.success(request, f"Imported {len(tabs)} tab{'s' if len(tabs) != 1 else ''}.")
+    return back(request, tabs[0])
+
+
+@require_POST
+def tab_rename(request: HttpRequest, tab_id: int) -> HttpResponse:
+    tab = _tab(request, tab_id)
+    title = request.POST.get("title", "").strip()[:80]
+    if title:  # a blank name is ignored
+        tab.title = title
+        tab.save(update_fields=["title"])
+    return back(request, tab)
+
+
+@require_POST
+def tab_close(request: HttpRequest, tab_id: int) -> HttpResponse:
+    """Close a tab; a run it started goes on (find it in the Runs panel)."""
+    tab = _tab(request, tab_id)
+    if tab.last_run and not tab.last_run.is_finished and request.POST.get("confirm") != "yes":
+        messages.warning(request, "This tab is still running. Close it anyway?")
+        return back(request, tab, confirm_close="1")
+    tab.delete()
+    return redirect("editor")
+
+
+@require_POST
+def tab_save(request: HttpRequest, tab_id: int) -> HttpResponse:
+    tab = _tab(request, tab_id)
+    name = tab.document.get("name") or tab.title
+    if tab.graph is None:
+        tab.graph = Graph.objects.create(owner=request.user, name=name[:200], document=tab.document)
+        tab.save(update_fields=["graph"])
+    else:
+        tab.graph.document, tab.graph.name = tab.document, name[:200]
+        tab.graph.save()
+    messages.success(request, f"Saved {name}.")
+    return back(request, tab)
+
+
+@require_GET
+def workspace_export(request: HttpRequest) -> HttpResponse:
+    data, filename = workspace.export(request.user)
+    response = HttpResponse(data, content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+# -- edits ----------------------------------------------------------------------------------
+
+def _edit(request: HttpRequest, tab_id: int, change, **state) -> HttpResponse:
+    """Apply one edit as one undo step; a refused edit says why and changes nothing."""
+    tab = _tab(request, tab_id)
+    try:
+        new = change(tab.document)
+        new = new[0] if isinstance(new, tuple) else new
+    except edits.EditError as exc:
+        messages.error(request, str(exc))
+        return back(request, tab)
+    tab.apply(new)
+    tab.save(update_fields=["document", "undo_stack", "redo_stack"])
+    return back(request, tab, **state)
+
+
+def _number(request: HttpRequest, name: str, default: float = 0.0) -> float:
+    try:
+        return float(request.POST.get(name, default))
+    except (TypeError, ValueError):
+        return default
+
+
+@require_POST
+def node_add(request: HttpRequest, tab_id: int) -> HttpResponse:
+    tab = _tab(request, tab_id)
+    snap = Prefs.from_request(request).grid_snap
+    x, y = _number(request, "x", 48), _number(request, "y", 48 + 24 * (len(tab.document["nodes"]) % 12))
+    try:
+        doc, node_id = edits.add_node(tab.document, request.POST.get("type", ""), x, y, snap)
+    except edits.EditError as exc:
+        messages.error(request, str(exc))
+        return back(request, tab)
+    tab.apply(doc)
+    tab.save(update_fields=["document", "undo_stack", "redo_stack"])
+    return back(request, tab, node=node_id)
+
+
+@require_POST
+def node_params(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    fields = {k: v for k, v in request.POST.items() if not k.startswith("_") and k != "csrfmiddlewaretoken"}
+    for name in request.POST.getlist("_bools"):  # unchecked boxes send nothing
+        fields.setdefault(name, "false")
+    return _edit(request, tab_id, lambda doc: edits.set_params(doc, node_id, fields), node=node_id)
+
+
+@require_POST
+def node_grid(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    fill = request.POST.get("fill")
+    cells = request.POST.getlist("cell")
+    return _edit(request, tab_id, lambda doc: edits.set_grid(doc, node_id, cells=cells, fill=fill), node=node_id)
+
+
+@require_POST
+def node_move(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    snap = Prefs.from_request(request).grid_snap
+    x, y = _number(request, "x"), _number(request, "y")
+    return _edit(request, tab_id, lambda doc: edits.move_node(doc, node_id, x, y, snap))
+
+
+@require_POST
+def node_rename(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    return _edit(request, tab_id, lambda doc: edits.rename_node(doc, node_id, request.POST.get("label", "")))
+
+
+@require_POST
+def nodes_delete(request: HttpRequest, tab_id: int) -> HttpResponse:
+    ids = set(request.POST.getlist("node"))
+    return _edit(request, tab_id, lambda doc: edits.delete_nodes(doc, ids), node="")
+
+
+@require_POST
+def connect(request: HttpRequest, tab_id: int) -> HttpResponse:
+    """Wire source.port -> target.port; ``source`` may be 'node::port' (the no-JS select)."""
+    post = request.POST
+    source, source_port = post.get("source", ""), post.get("source_port", "")
+    if "::" in source:
+        source, source_port = source.split("::", 1)
+    target, target_port = post.get("target", ""), post.get("target_port", "")
+    if not source:  # the select's "not connected" choice
+        return _edit(request, tab_id, lambda doc: _unwire(doc, target, target_port))
+    return _edit(request, tab_id, lambda doc: edits.connect(doc, source, source_port, target, target_port))
+
+
+def _unwire(doc, target, target_port):
+    edge = next((e for e in doc["edges"] if e["target"] == target and e.get("targetHandle") == target_port
+                 and not document.is_trigger(e)), None)
+    return edits.disconnect(doc, edge["id"]) if edge else doc
+
+
+@require_POST
+def edge_delete(request: HttpRequest, tab_id: int, edge_id: str) -> HttpResponse:
+    return _edit(request, tab_id, lambda doc: edits.disconnect(doc, edge_id))
+
+
+@require_POST
+def layout(request: HttpRequest, tab_id: int) -> HttpResponse:
+    return _edit(request, tab_id, edits.auto_layout)
+
+
+@require_POST
+def undo(request: HttpRequest, tab_id: int) -> HttpResponse:
+    tab = _tab(request, tab_id)
+    if tab.undo():
+        tab.save(update_fields=["document", "undo_stack", "redo_stack"])
+    return back(request, tab)
+
+
+@require_POST
+def redo(request: HttpRequest, tab_id: int) -> HttpResponse:
+    tab = _tab(request, tab_id)
+    if tab.redo():
+        tab.save(update_fields=["document", "undo_stack", "redo_stack"])
+    return back(request, tab)
+
+
+# -- settings -------------------------------------------------------------------------------
+
+@require_POST
+def tab_settings(request: HttpRequest, tab_id: int) -> HttpResponse:
+    """Recording & Inspection and Training Behavior: saved with the tab's graph."""
+    def change(doc):
+        try:
+            return workspace.with_tab_settings(doc, request.POST)
+        except document.DocumentError as exc:
+            raise edits.EditError("; ".join(exc.problems)) from None
+    return _edit(request, tab_id, change)
+
+
+@require_POST
+def prefs(request: HttpRequest) -> HttpResponse:
+    """Compute device and the Editor rows: kept by this browser in a cookie."""
+    old = Prefs.from_request(request)
+    new = old.updated(request.POST)
+    tab_id = request.POST.get("_tab")
+    tab = get_visible(Tab.objects, request.user, tab_id) if tab_id else None
+    if new.grid_snap and not old.grid_snap and tab is not None:  # turning it on snaps what is there
+        tab.apply(edits.snap_all(tab.document))
+        tab.save(update_fields=["document", "undo_stack", "redo_stack"])
+    response = back(request, tab)
+    new.save(response)
+    return response
+
+
+# -- runs -----------------------------------------------------------------------------------
+
+@require_POST
+def run(request: HttpRequest, tab_id: int) -> HttpResponse:
+    tab = _tab(request, tab_id)
+    device = request.POST.get("device", "follow")
+    overrides = {"device": Prefs.from_request(request).device if device == "follow" else device}
+    try:
+        started = service.start_run(request.user, tab.document, graph=tab.graph, overrides=overrides)
+    except service.RunRefused as exc:
+        for problem in exc.problems:
+            messages.error(request, problem)
+        return back(request, tab)
+    tab.last_run = started
+    tab.save(update_fields=["last_run"])
+    return back(request, tab, run=str(started.id))
+
+
+@require_POST
+def run_stop(request: HttpRequest, run_id: str) -> HttpResponse:
+    target = get_visible(Run.objects, request.user, run_id)
+    try:
+        service.cancel_run(target)
+    except service.RunConflict as exc:
+        messages.info(request, str(exc))
+    return _back_to(request)
+
+
+@require_POST
+def run_delete(request: HttpRequest, run_id: str) -> HttpResponse:
+    target = get_visible(Run.objects, request.user, run_id)
+    try:
+        service.delete_run(target)
+    except service.RunConflict as exc:
+        messages.error(request, str(exc))
+    return _back_to(request)
+
+
+@require_POST
+def run_open(request: HttpRequest, run_id: str) -> HttpResponse:
+    """Inspect a finished run in its graph's tab (opening one if none shows that graph)."""
+    target = get_visible(Run.objects, request.user, run_id)
+    tab = visible_to(Tab.objects, request.user).filter(graph=target.graph).first() if target.graph else None
+    if tab is None:
+        tab_id = request.POST.get("_tab")
+        tab = get_visible(Tab.objects, request.user, tab_id) if tab_id else None
+    if tab is None:
+        messages.error(request, "Open a tab first.")
+        return redirect("editor")
+    tab.last_run = target
+    tab.save(update_fields=["last_run"])
+    return redirect(editor_url(tab, run=str(target.id)))
+
+
+def _back_to(request: HttpRequest) -> HttpResponse:
+    tab_id = request.POST.get("_tab")
+    tab = get_visible(Tab.objects, request.user, tab_id) if tab_id else None
+    return back(request, tab)

@@ -1,0 +1,142 @@
+"""Everything the editor template shows, prepared from the tab, the request and the run.
+Templates only lay this out; decisions live here or in the pure modules it calls."""
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+import codefyui
+from apps.runs import service
+from apps.runs.engine import available_devices, resolve_device
+from apps.runs.models import Run
+from apps.runs.store import get_store
+from codefyui.access import visible_to
+
+from . import document, edits, palette, workspace
+from .canvas import layout
+from .models import Graph, Tab
+from .nodes.base import PORT_COLOURS, registry
+from .prefs import Prefs
+
+RUN_FILTERS = ("all", "running", "queued", "succeeded", "failed", "cancelled", "interrupted")
+BADGES = {"running": "Running…", "completed": "Completed", "cached": "Cached", "skipped": "Skipped", "error": "Error"}
+
+
+def editor_context(request, tab: Tab | None) -> dict[str, Any]:
+    prefs = Prefs.from_request(request)
+    run = _run(request, tab)
+    context: dict[str, Any] = {
+        "tab": tab, "tabs": visible_to(Tab.objects, request.user), "prefs": prefs,
+        "run": run, "server": server_usage(), "devices": device_choices(prefs),
+        "confirm_close": request.GET.get("confirm_close") == "1",
+    }
+    context.update(runs_panel(request))
+    if tab is None:
+        context.update(examples=workspace.examples(), graphs=visible_to(Graph.objects, request.user))
+        return context
+    doc = tab.document
+    selected = request.GET.get("node", "")
+    if selected and not any(n["id"] == selected for n in doc["nodes"]):
+        selected = ""
+    state = {"node": selected, "run": str(run.id) if run else ""}
+    query = request.GET.get("q", "")
+    statuses = run.nodes if run else {}
+    canvas = layout(doc, prefs.connection_style)
+    for card in canvas.cards:
+        card.status = statuses.get(card.id, {})
+        card.badge = badge(card.status)
+    context.update(
+        doc=doc, canvas=canvas, state=state, state_query=urlencode({k: v for k, v in state.items() if v}),
+        selected=node_panel(doc, selected) if selected else None,
+        categories=palette.categories(prefs.category_mode),
+        query=query, search=palette.quick_search(query) if "q" in request.GET else None,
+        settings=document.run_settings(doc), can_undo=bool(tab.undo_stack), can_redo=bool(tab.redo_stack),
+        run_live=run is not None and not run.is_finished,
+    )
+    return context
+
+
+def badge(status: dict[str, Any]) -> str:
+    kind = status.get("status", "")
+    if kind == "error":
+        return f"Error: {status.get('error', '')}"
+    return BADGES.get(kind, "")
+
+
+def _run(request, tab: Tab | None) -> Run | None:
+    """The run the page inspects: named in the page's state (a reload starts without one)."""
+    run_id = request.GET.get("run", "")
+    if not run_id or tab is None:
+        return None
+    try:
+        return visible_to(Run.objects, request.user).filter(pk=run_id).first()
+    except Exception:  # not a UUID
+        return None
+
+
+def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:
+    node = edits.find_node(doc, node_id)
+    cls = edits.node_class(node)
+    if cls is None:
+        return {"node": node, "cls": None, "label": "Note"}
+    values = node["data"].get("params", {})
+    coerced = cls.coerce_params(values)[0]
+    params = [{"param": p, "value": values.get(p.name, p.default), "choices": p.options}
+              for p in cls.params if p.kind != "grid"]
+    wired = {e["targetHandle"]: f"{e['source']}::{e['sourceHandle']}" for e in doc["edges"]
+             if e["target"] == node_id and not document.is_trigger(e)}
+    inputs = [{"port": p, "colour": PORT_COLOURS.get(p.type, PORT_COLOURS["ANY"]), "current": wired.get(p.name, ""),
+               "options": edits.compatible_sources(doc, node_id, p.name)} for p in cls.inputs]
+    return {"node": node, "cls": cls, "label": document.node_label(node), "params": params, "inputs": inputs,
+            "outputs": cls.output_ports(coerced), "grid": grid(node, cls, coerced),
+            "entry_targets": [(n["id"], document.node_label(n)) for n in doc["nodes"]
+                              if n["id"] != node_id and edits.node_class(n) is not None]
+            if any(p.type == "TRIGGER" for p in cls.outputs) else None,
+            "triggers": [e for e in doc["edges"] if document.is_trigger(e) and e["source"] == node_id]}
+
+
+def grid(node: dict[str, Any], cls, params: dict[str, Any]) -> dict[str, Any] | None:
+    """TensorInput's values grid: rows of (index, value) when it can be edited, else why not."""
+    if edits.grid_param(cls) is None:
+        return None
+    if params.get("value_mode") != "explicit":
+        return {"editable": False, "reason": "Set value_mode to explicit to type the values."}
+    shape = edits.grid_shape(node)
+    if shape is None:
+        return {"editable": False, "reason": "The shape is not valid, so there is no grid."}
+    count = 1
+    for s in shape:
+        count *= s
+    if count > edits.GRID_EDIT_MAX_CELLS:
+        return {"editable": False, "reason": f"This shape holds {count} values; the grid can edit at most "
+                                             f"{edits.GRID_EDIT_MAX_CELLS}. Use another value_mode."}
+    flat = (edits.flat_values(params.get("values", [])) + [0.0] * count)[:count]
+    width = shape[-1]
+    rows = [[(i, flat[i]) for i in range(r, min(r + width, count))] for r in range(0, count, width)]
+    return {"editable": True, "shape": shape, "rows": rows, "count": count}
+
+
+def device_choices(prefs: Prefs) -> dict[str, Any]:
+    """The Compute device row and the select next to Run, worded from what the server does."""
+    available = available_devices()
+    used, warning = resolve_device(prefs.device)
+    follow = prefs.device.upper() if prefs.device == "cpu" else prefs.device
+    if warning:
+        follow = f"{prefs.device} → CPU"
+    return {"available": available, "preferred": prefs.device, "missing": prefs.device not in available,
+            "warning": warning, "follow_label": f"Follow Settings ({follow})", "used": str(used)}
+
+
+def server_usage() -> dict[str, Any]:
+    return {"version": codefyui.__version__,
+            "nodes": sum(1 for k in registry() if not k.startswith("test:")), "presets": 0,
+            "stores": {"Recorded outputs": get_store().usage(), "Execution cache": service.cache_usage()}}
+
+
+def runs_panel(request) -> dict[str, Any]:
+    wanted = request.GET.get("runs", "all")
+    wanted = wanted if wanted in RUN_FILTERS else "all"
+    runs = visible_to(Run.objects, request.user)
+    if wanted != "all":
+        runs = runs.filter(status=wanted)
+    return {"runs_filter": wanted, "run_filters": RUN_FILTERS, "runs": runs[:50]}

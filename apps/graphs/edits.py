@@ -1,0 +1,324 @@
+"""Pure edits of a graph document: each takes a document and returns a changed copy, or
+raises EditError with a message for the student. The editor's views apply one edit per
+request and record it as one undo step. No Django here.
+"""
+from __future__ import annotations
+
+import copy
+import random
+import re
+from typing import Any
+
+from . import document
+from .nodes.base import Param, ParamError, parse_int_list, resolve, types_compatible
+
+GRID = 24                # the canvas grid, in px
+GRID_EDIT_MAX_CELLS = 512
+
+
+class EditError(ValueError):
+    pass
+
+
+def _copy(doc: dict[str, Any]) -> dict[str, Any]:
+    return copy.deepcopy(doc)
+
+
+def find_node(doc: dict[str, Any], node_id: str) -> dict[str, Any]:
+    node = next((n for n in doc["nodes"] if n["id"] == node_id), None)
+    if node is None:
+        raise EditError(f"There is no node '{node_id}' in this graph (it may have been deleted).")
+    return node
+
+
+def node_class(node: dict[str, Any]):
+    return resolve(node["type"]) if node["type"] != document.NOTE_TYPE else None
+
+
+def snap(value: float) -> float:
+    return float(round(value / GRID) * GRID)
+
+
+# -- nodes ----------------------------------------------------------------------------------
+
+def add_node(doc: dict[str, Any], type_key: str, x: float, y: float, snap_to_grid: bool = False) -> tuple[dict, str]:
+    cls = resolve(type_key)
+    if cls is None:
+        raise EditError(f"Unknown node type: {type_key}")
+    doc = _copy(doc)
+    node_id = _new_id(doc, cls.type)
+    if snap_to_grid:
+        x, y = snap(x), snap(y)
+    doc["nodes"].append({"id": node_id, "type": cls.type, "position": {"x": float(x), "y": float(y)},
+                         "data": {"params": {p.name: copy.deepcopy(p.default) for p in cls.params}}})
+    return doc, node_id
+
+
+def _new_id(doc: dict[str, Any], type_key: str) -> str:
+    base = re.sub(r"[^a-z0-9]+", "-", type_key.split(":")[-1].lower()).strip("-") or "node"
+    taken = {n["id"] for n in doc["nodes"]}
+    n = 1
+    while f"{base}-{n}" in taken:
+        n += 1
+    return f"{base}-{n}"
+
+
+def move_node(doc: dict[str, Any], node_id: str, x: float, y: float, snap_to_grid: bool = False) -> dict:
+    doc = _copy(doc)
+    node = find_node(doc, node_id)
+    if snap_to_grid:
+        x, y = snap(x), snap(y)
+    node["position"] = {**node.get("position", {}), "x": float(max(0, x)), "y": float(max(0, y))}
+    return doc
+
+
+def snap_all(doc: dict[str, Any]) -> dict:
+    doc = _copy(doc)
+    for node in doc["nodes"]:
+        node["position"]["x"], node["position"]["y"] = snap(node["position"]["x"]), snap(node["position"]["y"])
+    return doc
+
+
+def rename_node(doc: dict[str, Any], node_id: str, label: str) -> dict:
+    label = label.strip()
+    if not label:  # a blank name is ignored, as in CodefyUI
+        return doc
+    if len(label) > 80:
+        raise EditError("A node name can be at most 80 characters.")
+    doc = _copy(doc)
+    find_node(doc, node_id).setdefault("data", {})["label"] = label
+    return doc
+
+
+def delete_nodes(doc: dict[str, Any], node_ids: set[str]) -> dict:
+    """Delete nodes, their edges, and the segment markers that used them."""
+    doc = _copy(doc)
+    for node_id in node_ids:
+        find_node(doc, node_id)
+    doc["nodes"] = [n for n in doc["nodes"] if n["id"] not in node_ids]
+    doc["edges"] = [e for e in doc["edges"] if e["source"] not in node_ids and e["target"] not in node_ids]
+    doc["segmentGroups"] = [g for g in doc.get("segmentGroups", [])
+                            if g["headNodeId"] not in node_ids and g["tailNodeId"] not in node_ids]
+    return doc
+
+
+# -- edges ----------------------------------------------------------------------------------
+
+def connect(doc: dict[str, Any], source: str, source_port: str, target: str, target_port: str) -> dict:
+    """Wire an output to an input (or a Start trigger to an entry node), type-checked.
+    An input holds one edge: a new one replaces the old."""
+    doc = _copy(doc)
+    src, dst = find_node(doc, source), find_node(doc, target)
+    src_cls, dst_cls = node_class(src), node_class(dst)
+    if src_cls is None or dst_cls is None:
+        raise EditError("Notes cannot be connected.")
+    if source == target:
+        raise EditError("A node cannot be connected to itself.")
+    out = next((p for p in src_cls.output_ports(_params(src)) if p.name == source_port), None)
+    if out is None:
+        raise EditError(f"{document.node_label(src)} has no output '{source_port}'.")
+    if out.type == "TRIGGER":
+        if any(document.is_trigger(e) and e["source"] == source and e["target"] == target for e in doc["edges"]):
+            return doc
+        doc["edges"].append({"id": _edge_id(doc), "type": "trigger", "source": source, "sourceHandle": source_port,
+                             "target": target, "targetHandle": ""})
+        return doc
+    port = dst_cls.input_port(target_port)
+    if port is None:
+        raise EditError(f"{document.node_label(dst)} has no input '{target_port}'.")
+    if not types_compatible(out.type, port.type):
+        raise EditError(f"Type mismatch: {document.node_label(src)}.{out.name} ({out.type}) cannot feed "
+                        f"{document.node_label(dst)}.{port.name} ({port.type}).")
+    if _reaches(doc, target, source):
+        raise EditError("That connection would make a loop: the data would flow back into itself.")
+    doc["edges"] = [e for e in doc["edges"]
+                    if document.is_trigger(e) or not (e["target"] == target and e["targetHandle"] == target_port)]
+    doc["edges"].append({"id": _edge_id(doc), "source": source, "sourceHandle": source_port,
+                         "target": target, "targetHandle": target_port})
+    return doc
+
+
+def _reaches(doc: dict[str, Any], start: str, goal: str) -> bool:
+    links: dict[str, list[str]] = {}
+    for e in doc["edges"]:
+        if not document.is_trigger(e):
+            links.setdefault(e["source"], []).append(e["target"])
+    seen, stack = {start}, [start]
+    while stack:
+        here = stack.pop()
+        if here == goal:
+            return True
+        for nxt in links.get(here, ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return False
+
+
+def _edge_id(doc: dict[str, Any]) -> str:
+    taken = {e["id"] for e in doc["edges"]}
+    n = len(taken) + 1
+    while f"e{n}" in taken:
+        n += 1
+    return f"e{n}"
+
+
+def disconnect(doc: dict[str, Any], edge_id: str) -> dict:
+    doc = _copy(doc)
+    before = len(doc["edges"])
+    doc["edges"] = [e for e in doc["edges"] if e["id"] != edge_id]
+    if len(doc["edges"]) == before:
+        raise EditError("That connection no longer exists.")
+    return doc
+
+
+def compatible_sources(doc: dict[str, Any], target: str, target_port: str) -> list[tuple[str, str, str]]:
+    """(node id, port, label) of every output that may feed this input without a loop."""
+    dst_cls = node_class(find_node(doc, target))
+    port = dst_cls.input_port(target_port) if dst_cls else None
+    if port is None:
+        return []
+    options = []
+    for node in doc["nodes"]:
+        cls = node_class(node)
+        if cls is None or node["id"] == target or _reaches(doc, target, node["id"]):
+            continue
+        for out in cls.output_ports(_params(node)):
+            if out.type != "TRIGGER" and types_compatible(out.type, port.type):
+                options.append((node["id"], out.name, f"{document.node_label(node)}.{out.name}"))
+    return options
+
+
+# -- params ---------------------------------------------------------------------------------
+
+def _params(node: dict[str, Any]) -> dict[str, Any]:
+    cls = node_class(node)
+    return cls.coerce_params(node.get("data", {}).get("params", {}))[0] if cls else {}
+
+
+def set_params(doc: dict[str, Any], node_id: str, raw: dict[str, Any]) -> dict:
+    """Set params from form text; every bad value is named and nothing is saved."""
+    doc = _copy(doc)
+    node = find_node(doc, node_id)
+    cls = node_class(node)
+    if cls is None:
+        raise EditError("Notes have no parameters.")
+    params = node["data"].setdefault("params", {})
+    problems = []
+    for param in cls.params:
+        if param.kind == "grid" or param.name not in raw:
+            continue
+        try:
+            params[param.name] = param.coerce(raw[param.name])
+        except ParamError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise EditError("; ".join(problems))
+    _resize_grid(node, cls)
+    return doc
+
+
+def grid_param(cls) -> Param | None:
+    return next((p for p in cls.params if p.kind == "grid"), None) if cls else None
+
+
+def grid_shape(node: dict[str, Any]) -> list[int] | None:
+    try:
+        shape = parse_int_list(node["data"]["params"].get("shape", "1,4,4"), "shape")
+    except ParamError:
+        return None
+    return shape if all(s > 0 for s in shape) else None
+
+
+def flat_values(values: Any) -> list[float]:
+    if isinstance(values, list):
+        return [v for item in values for v in flat_values(item)]
+    try:
+        return [float(values)]
+    except (TypeError, ValueError):
+        return [0.0]
+
+
+def nest(flat: list[float], shape: list[int]) -> Any:
+    if len(shape) == 1:
+        return flat[: shape[0]]
+    step = len(flat) // shape[0]
+    return [nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+def _count(shape: list[int]) -> int:
+    total = 1
+    for s in shape:
+        total *= s
+    return total
+
+
+def _resize_grid(node: dict[str, Any], cls) -> None:
+    """Keep the values grid the size of the shape: values kept in order, padded or cut."""
+    param = grid_param(cls)
+    shape = grid_shape(node)
+    if param is None or shape is None or _count(shape) > GRID_EDIT_MAX_CELLS:
+        return
+    params = node["data"]["params"]
+    flat = flat_values(params.get(param.name, []))
+    count = _count(shape)
+    params[param.name] = nest((flat + [0.0] * count)[:count], shape)
+
+
+def set_grid(doc: dict[str, Any], node_id: str, cells: list[str] | None = None, fill: str | None = None,
+             rng: random.Random | None = None) -> dict:
+    """Edit a TensorInput's values grid: typed cells, or Fill 0 / Fill 1 / Random in [-1, 1]."""
+    doc = _copy(doc)
+    node = find_node(doc, node_id)
+    param = grid_param(node_class(node))
+    shape = grid_shape(node)
+    if param is None or shape is None:
+        raise EditError("This node has no values grid, or its shape is not valid.")
+    count = _count(shape)
+    if count > GRID_EDIT_MAX_CELLS:
+        raise EditError(f"The shape holds {count} values; the grid can edit at most {GRID_EDIT_MAX_CELLS}.")
+    if fill == "random":
+        rng = rng or random.Random()
+        flat = [round(rng.uniform(-1, 1), 4) for _ in range(count)]
+    elif fill in ("0", "1"):
+        flat = [float(fill)] * count
+    else:
+        cells = list(cells or [])
+        if len(cells) != count:
+            raise EditError(f"Expected {count} values, got {len(cells)}.")
+        flat, bad = [], []
+        for i, text in enumerate(cells):
+            try:
+                value = float(text.strip() or 0)
+                if value != value or value in (float("inf"), float("-inf")):
+                    raise ValueError
+                flat.append(value)
+            except ValueError:
+                bad.append(f"cell {i + 1} ({text!r})")
+        if bad:
+            raise EditError("Not a number: " + ", ".join(bad))
+    node["data"]["params"][param.name] = nest(flat, shape)
+    return doc
+
+
+# -- layout ---------------------------------------------------------------------------------
+
+def auto_layout(doc: dict[str, Any]) -> dict:
+    """Columns by depth along the edges (trigger edges too), rows in document order."""
+    doc = _copy(doc)
+    depth = {n["id"]: 0 for n in doc["nodes"]}
+    for _ in range(len(depth)):
+        changed = False
+        for e in doc["edges"]:
+            if e["source"] in depth and e["target"] in depth and depth[e["target"]] < depth[e["source"]] + 1 <= len(depth):
+                depth[e["target"]] = depth[e["source"]] + 1
+                changed = True
+        if not changed:
+            break
+    rows: dict[int, int] = {}
+    for node in doc["nodes"]:
+        column = depth[node["id"]]
+        row = rows.get(column, 0)
+        rows[column] = row + 1
+        node["position"] = {"x": float(GRID + column * 9 * GRID), "y": float(GRID * 2 + row * 7 * GRID)}
+    return doc

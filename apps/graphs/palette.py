@@ -1,0 +1,39 @@
+"""The node palette: the sidebar's categories and the quick search. No Django here."""
+from __future__ import annotations
+
+from .nodes.base import CATEGORY_COLOURS, CATEGORY_ORDER, Node, registry
+
+BASIC_CATEGORIES = ("Data", "CNN", "Training", "IO")
+QUICK_SEARCH_LIMIT = 20
+
+
+def _catalogue() -> list[type[Node]]:
+    return [cls for key, cls in registry().items() if not key.startswith("test:")]
+
+
+def categories(mode: str = "all") -> list[tuple[str, str, list[type[Node]]]]:
+    """(category, colour, nodes) in CodefyUI's order, then the rest A–Z; Basic keeps four."""
+    grouped: dict[str, list[type[Node]]] = {}
+    for cls in _catalogue():
+        grouped.setdefault(cls.category, []).append(cls)
+    names = [c for c in CATEGORY_ORDER if c in grouped] + sorted(c for c in grouped if c not in CATEGORY_ORDER)
+    if mode == "basic":
+        names = [c for c in names if c in BASIC_CATEGORIES]
+    return [(c, CATEGORY_COLOURS.get(c, "#607D8B"), sorted(grouped[c], key=lambda n: n.type)) for c in names]
+
+
+def quick_search(query: str) -> list[type[Node]]:
+    """At most 20 nodes, Start first for an empty query; never filtered by category mode."""
+    q = query.strip().lower()
+    nodes = _catalogue()
+    if q:
+        def rank(cls):
+            name = cls.type.lower()
+            return (0 if name.startswith(q) else 1 if q in name else 2, name)
+        hits = [c for c in nodes if q in c.type.lower() or q in c.description.lower() or q in c.category.lower()]
+        hits.sort(key=rank)
+    else:
+        hits = sorted(nodes, key=lambda c: c.type.lower())
+    if "start".startswith(q):
+        hits.sort(key=lambda c: c.type != "Start")
+    return hits[:QUICK_SEARCH_LIMIT]

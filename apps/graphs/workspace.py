@@ -1,0 +1,107 @@
+"""Tabs as a whole: new, from an example or a file, and workspace files (each tab's graph
+and run settings; never run results or weights)."""
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.db import transaction
+
+from . import document
+from .models import Graph, Tab, blank_document
+
+EXAMPLES_DIR = Path(django_settings.BASE_DIR) / "examples"
+WORKSPACE_FORMAT = "codefyui-workspace"
+MAX_TABS, MAX_BYTES = 32, 64 * 2**20
+
+# The tab's rows of the Settings popover: (document settings key, label).
+TAB_TOGGLES = ("record_outputs", "verbose_internals", "persist_weights", "capture_gradients",
+               "auto_synthesize_loss", "deterministic")
+
+
+class ImportRefused(Exception):
+    pass
+
+
+def examples() -> list[dict[str, Any]]:
+    """The lesson examples shipped in examples/, walkthrough first."""
+    found = []
+    for path in sorted(EXAMPLES_DIR.glob("*.json"), key=lambda p: (p.stem != "walkthrough", p.stem)):
+        doc = json.loads(path.read_text())
+        found.append({"slug": path.stem, "name": doc.get("name", path.stem), "description": doc.get("description", "")})
+    return found
+
+
+def example(slug: str) -> dict[str, Any] | None:
+    path = EXAMPLES_DIR / f"{slug}.json"
+    if slug not in {e["slug"] for e in examples()} or not path.is_file():
+        return None
+    return document.load(path.read_text())
+
+
+def new_tab(user, doc: dict[str, Any] | None = None, title: str = "", graph: Graph | None = None) -> Tab:
+    position = (Tab.objects.filter(owner=user).order_by("-position").values_list("position", flat=True).first() or 0) + 1
+    title = (title or "").strip() or f"Tab {position}"
+    return Tab.objects.create(owner=user, title=title[:80], position=position,
+                              document=doc or blank_document(), graph=graph)
+
+
+def import_file(user, upload) -> list[Tab]:
+    """A graph JSON file becomes one tab; a workspace file adds each of its tabs."""
+    if upload is None:
+        raise ImportRefused("Choose a graph (.json) or workspace (.cduiworkspace) file to import.")
+    if upload.size > MAX_BYTES:
+        raise ImportRefused(f"{upload.name} is larger than 64 MB.")
+    raw = upload.read()
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        data = None
+    try:
+        if isinstance(data, dict) and data.get("format") == WORKSPACE_FORMAT:
+            return _import_workspace(user, data, upload.name)
+        doc = document.load(raw)
+    except document.DocumentError as exc:
+        raise ImportRefused(f"{upload.name} could not be imported: " + "; ".join(exc.problems)) from None
+    title = doc.get("name") or Path(upload.name).stem
+    return [new_tab(user, doc, title=title)]
+
+
+def _import_workspace(user, data: dict[str, Any], filename: str) -> list[Tab]:
+    entries = data.get("tabs")
+    if not isinstance(entries, list) or not entries:
+        raise ImportRefused(f"{filename} holds no tabs.")
+    if len(entries) > MAX_TABS:
+        raise ImportRefused(f"{filename} holds {len(entries)} tabs; at most {MAX_TABS} can be imported.")
+    docs = []
+    for i, entry in enumerate(entries):
+        try:
+            docs.append((str(entry.get("title", "")), document.normalise(entry.get("graph"))))
+        except (document.DocumentError, AttributeError) as exc:
+            problems = getattr(exc, "problems", ["not a tab"])
+            raise ImportRefused(f"{filename}, tab {i + 1}: " + "; ".join(problems)) from None
+    with transaction.atomic():  # all tabs or none
+        return [new_tab(user, doc, title=title) for title, doc in docs]
+
+
+def export(user) -> tuple[bytes, str]:
+    tabs = [{"title": t.title, "graph": t.document} for t in Tab.objects.filter(owner=user)
+            if t.document["nodes"]]
+    body = {"format": WORKSPACE_FORMAT, "version": 1, "tabs": tabs}
+    return json.dumps(body, indent=2).encode(), f"workspace-{date.today().isoformat()}.cduiworkspace"
+
+
+def with_tab_settings(doc: dict[str, Any], form) -> dict[str, Any]:
+    """The document with the tab's Settings rows from a form (unchecked boxes are off)."""
+    new = json.loads(json.dumps(doc))
+    settings = new.setdefault("settings", {})
+    for key in TAB_TOGGLES:
+        settings[key] = form.get(key) in ("on", "true", "1")
+    if not settings["capture_gradients"]:  # Auto-synthesize loss needs Capture gradients
+        settings["auto_synthesize_loss"] = False
+    seed = (form.get("seed") or "").strip()
+    settings["seed"] = seed
+    return document.normalise(new)

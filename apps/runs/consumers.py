@@ -1,0 +1,96 @@
+"""The WebSocket of one run: its owner's editor receives small HTML fragments (a node's
+badge, a log row, the run's status) with hx-swap-oob. On (re)connect it first receives the
+run's whole current state, so a reconnect catches up on what it missed."""
+from __future__ import annotations
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.template.loader import render_to_string
+
+from apps.graphs.editor_context import badge
+from codefyui.access import visible_to
+
+from . import push
+from .engine import events as ev
+from .models import Run
+
+
+class RunConsumer(AsyncWebsocketConsumer):
+    async def connect(self):
+        push.remember_loop()
+        self.run_id = self.scope["url_route"]["kwargs"]["run_id"]
+        run = await self._run()
+        if run is None:
+            await self.close(code=4404)  # not yours, or not there: nothing is sent
+            return
+        await self.channel_layer.group_add(push.group(self.run_id), self.channel_name)
+        await self.accept()
+        await self.send(text_data=await database_sync_to_async(catch_up)(self.run_id))
+
+    async def disconnect(self, code):
+        await self.channel_layer.group_discard(push.group(self.run_id), self.channel_name)
+
+    async def run_event(self, message):
+        html = fragment(message["event"])
+        if html:
+            await self.send(text_data=html)
+
+    @database_sync_to_async
+    def _run(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            return None
+        try:
+            return visible_to(Run.objects, user).filter(pk=self.run_id).first()
+        except Exception:  # not a UUID
+            return None
+
+
+def fragment(event: dict) -> str:
+    """The HTML an event becomes: badge, log row and/or run status, each with hx-swap-oob."""
+    kind, node_id = event["kind"], event.get("node_id")
+    parts = []
+    if node_id and kind.startswith("node_") and kind != ev.NODE_PROGRESS:
+        status = {"status": kind.removeprefix("node_"), "error": event.get("error")}
+        parts.append(render_to_string("editor/_badge.html", {"card": _Card(node_id, status), "oob": True}))
+        if kind == ev.NODE_ERROR:
+            parts.append(_log({"node": node_id, "text": f"Node {node_id} error: {event.get('error')}", "level": "error"}))
+    if kind == ev.LOG:
+        parts.append(_log({"node": node_id, "text": event.get("text"), "level": event.get("level")}))
+    if kind == ev.RUN_STARTED or kind in ev.TERMINAL:
+        status = {ev.RUN_STARTED: "running", ev.RUN_COMPLETED: "succeeded", ev.RUN_FAILED: "failed",
+                  ev.RUN_STOPPED: "cancelled"}[kind]
+        parts.append(render_to_string("editor/_run_status.html", {"run": _RunView(status, event), "oob": True}))
+    return "".join(parts)
+
+
+def catch_up(run_id: str) -> str:
+    """Everything the page should show for the run now (after a (re)connect)."""
+    run = Run.objects.get(pk=run_id)
+    parts = [render_to_string("editor/_badge.html", {"card": _Card(node_id, status), "oob": True})
+             for node_id, status in run.nodes.items()]
+    rows = "".join(render_to_string("editor/_log_row.html", {"entry": e}) for e in run.log)
+    parts.append(f'<ol id="log" class="log" aria-live="polite" hx-swap-oob="true">{rows}</ol>')
+    parts.append(render_to_string("editor/_run_status.html", {"run": run, "oob": True}))
+    return "".join(parts)
+
+
+def _log(entry: dict) -> str:
+    row = render_to_string("editor/_log_row.html", {"entry": entry})
+    return f'<div hx-swap-oob="beforeend:#log">{row}</div>'
+
+
+class _Card:
+    def __init__(self, node_id: str, status: dict):
+        self.id, self.status, self.badge = node_id, status, badge(status)
+
+
+class _RunView:
+    """Enough of a Run for _run_status.html, from an event."""
+
+    def __init__(self, status: str, event: dict):
+        self.status, self.error = status, event.get("error") or ""
+        self.device = (event.get("data") or {}).get("device", "")
+
+    def get_status_display(self) -> str:
+        return self.status.capitalize()

@@ -1,0 +1,537 @@
+"""Fixed-size summaries of captured values: what the stats endpoint answers (reference §6).
+
+``summarise(value, threshold=..., sample_size=...)`` turns a tensor, a table or a scalar into
+a small JSON-safe dict, never the values themselves. Pure Python + torch/numpy, no Django.
+
+Tensors. Count, min, max, NaN/Inf counts, the zero fraction and the class balance are
+always exact. Mean, std (population), the quantiles and the 64-bin histogram are exact up
+to ``threshold`` elements and come from a seeded sample of ``sample_size`` elements above
+it. NaN and ±Inf are counted and left out of everything else. Quantiles follow numpy's
+default ('linear') method over the finite values; histogram bins are numpy's: 64 equal
+bins from min to max, each [left, right) but the last [left, right]. float16 and bfloat16
+are summarised in float32, integers in float64 (as numpy does).
+
+Speed (DESIGN.md, "Performance notes"). The data is walked in cache-sized chunks, so the
+always-exact figures and the moments cost one trip through memory. Quantiles and
+histogram counts are order statistics found without a full sort: one pass counts the
+values in 32768 fine bins, which tells the bin holding each wanted rank and each
+histogram edge; a second pass gathers only those few bins' values, and only they are
+sorted (a crowded bin is split again the same way).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+QUANTILES = (("p1", 1), ("p5", 5), ("p25", 25), ("p50", 50), ("p75", 75), ("p95", 95), ("p99", 99))
+HISTOGRAM_BINS = 64
+MAX_CLASSES = 64              # integer tensors with at most this many distinct values get a class balance
+CHUNK = 1 << 18               # elements per step of a pass: 1 MiB of float32 stays in cache
+FINE_BINS = 1 << 15           # bins of the histogram that locates order statistics
+SORT_AT_MOST = 1 << 16        # this many values or fewer are simply sorted
+DIRECT_COUNT_SPAN = 1 << 20   # integer ranges this narrow are counted value by value
+TABLE_MAX_COLUMNS = 64
+TABLE_MAX_ROWS = 200_000
+TABLE_TOP = 10
+TEXT_MAX = 100                # longest text kept among a column's top values
+
+INTEGER_DTYPES = {torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+                  torch.uint16, torch.uint32, torch.uint64}
+
+
+def summarise(value: Any, *, threshold: int, sample_size: int, seed: int = 0) -> dict:
+    """A JSON-safe, fixed-size summary of a captured value (see the module docstring)."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        value = torch.from_numpy(np.ascontiguousarray(value))
+    elif isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        value = _scalar_tensor(value)
+    if isinstance(value, torch.Tensor):
+        return tensor_summary(value, threshold=threshold, sample_size=sample_size, seed=seed)
+    if _is_table(value):
+        return table_summary(value, seed=seed)
+    return {"kind": "unsupported", "type": type(value).__name__}
+
+
+def _scalar_tensor(value: Any) -> Any:
+    value = value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, float):
+        return torch.tensor(value, dtype=torch.float64)
+    try:
+        return torch.tensor(value)
+    except (OverflowError, RuntimeError):  # an int beyond int64 stays unsupported
+        return value
+
+
+def _num(x: float | None) -> float | None:
+    """A float for JSON: None when missing or not finite."""
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+# ---------------------------------------------------------------------------- tensors
+
+def tensor_summary(tensor: torch.Tensor, *, threshold: int, sample_size: int, seed: int = 0) -> dict:
+    dtype = tensor.dtype
+    if tensor.layout != torch.strided or not (dtype.is_floating_point or dtype in INTEGER_DTYPES):
+        return {"kind": "unsupported", "type": f"tensor ({dtype}, {tensor.layout})"}
+    head = {"kind": "tensor", "shape": list(tensor.shape), "dtype": str(dtype), "device": str(tensor.device),
+            "count": tensor.numel()}
+    flat = tensor.detach().reshape(-1).cpu()
+    if dtype in (torch.uint16, torch.uint32, torch.uint64):  # few torch ops take these
+        flat = flat.to(torch.int64)
+    if dtype in INTEGER_DTYPES:
+        balance = _class_balance(flat)
+        if balance is not None:
+            return head | _from_value_counts(balance)
+    return head | _numeric_summary(flat, threshold=threshold, sample_size=sample_size, seed=seed)
+
+
+def _numeric_summary(flat: torch.Tensor, *, threshold: int, sample_size: int, seed: int) -> dict:
+    n = flat.numel()
+    integer = flat.dtype in INTEGER_DTYPES
+    dtype = torch.float64 if integer or flat.dtype == torch.float64 else torch.float32
+    sampled = n > threshold and sample_size < n
+    positions = _sample_positions(n, sample_size, seed) if sampled else None
+    scan = _scan(flat, dtype, keep=not sampled, sample_at=positions)
+    values = _sample_values(torch.cat(scan.sample).to(dtype)) if sampled else scan.values()
+    out = {
+        "sampled": sampled, "sample_size": sample_size if sampled else None,
+        "mean": _num(values.mean), "std": _num(values.std), "min": _num(scan.lo), "max": _num(scan.hi),
+        "quantiles": dict.fromkeys(name for name, _ in QUANTILES),
+        "nan_count": scan.nan, "inf_count": scan.inf, "zero_frac": scan.zeros / n if n else None,
+        "histogram": {"bins": 0, "edges": [], "counts": []},
+    }
+    if not values.n:
+        return out
+    if integer:  # exact extremes, even beyond 2**53
+        out["min"], out["max"] = (int(x) for x in torch.aminmax(flat))
+    edges = _histogram_edges(scan.lo, scan.hi, dtype)
+    ranks, lerps = _quantile_ranks(values.n)
+    at_rank, below = _order_statistics(values, ranks, edges[1:-1])
+    out["quantiles"] = {name: _num(_lerp(at_rank[i], at_rank[j], t, dtype)) for name, (i, j, t) in lerps.items()}
+    out["histogram"] = _histogram(edges, below, values.n)
+    return out
+
+
+@dataclass
+class _Moments:
+    """Count, mean and sum of squared deviations, merged chunk by chunk (Chan et al.)."""
+
+    n: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+
+    def add(self, chunk: torch.Tensor, scratch: torch.Tensor, spread: float) -> None:
+        """``spread`` bounds how far any value lies from the mean (max - min will do)."""
+        k = chunk.numel()
+        if not k:
+            return
+        chunk_mean = float(chunk.sum(dtype=torch.float64)) / k
+        deviations = torch.sub(chunk, chunk_mean, out=scratch[:k])
+        if chunk.dtype == torch.float32 and spread > 1e18:
+            deviations = deviations.double()  # its square would overflow float32
+        chunk_m2 = float(deviations.square_().sum(dtype=torch.float64))
+        total = self.n + k
+        delta = chunk_mean - self.mean
+        self.mean += delta * k / total
+        self.m2 += chunk_m2 + delta * delta * self.n * k / total
+        self.n = total
+
+    @property
+    def std(self) -> float | None:
+        return math.sqrt(self.m2 / self.n) if self.n else None
+
+
+@dataclass
+class _Values:
+    """The finite values (in chunks) that mean, std, quantiles and histogram come from."""
+
+    chunks: list[torch.Tensor]
+    n: int
+    lo: float | None
+    hi: float | None
+    mean: float | None = None
+    std: float | None = None
+
+
+@dataclass
+class _Scan:
+    """What one pass over every element gives: the always-exact figures."""
+
+    nan: int = 0
+    inf: int = 0
+    zeros: int = 0
+    lo: float | None = None   # finite minimum
+    hi: float | None = None   # finite maximum
+    chunks: list[torch.Tensor] = field(default_factory=list)   # the finite values, when kept
+    moments: _Moments = field(default_factory=_Moments)
+    sample: list[torch.Tensor] = field(default_factory=list)   # sampled raw elements, in order
+
+    def widen(self, lo: float, hi: float) -> None:
+        self.lo = lo if self.lo is None else min(self.lo, lo)
+        self.hi = hi if self.hi is None else max(self.hi, hi)
+
+    def values(self) -> _Values:
+        m = self.moments
+        return _Values(self.chunks, m.n, self.lo, self.hi, m.mean if m.n else None, m.std)
+
+
+def _scan(flat: torch.Tensor, dtype: torch.dtype, *, keep: bool, sample_at: torch.Tensor | None) -> _Scan:
+    """One pass in chunks: extremes, NaN/Inf/zero counts, the sample, and (``keep``) the finite values."""
+    scan = _Scan()
+    scratch = torch.empty(min(CHUNK, flat.numel()), dtype=dtype)
+    starts = range(0, flat.numel(), CHUNK)
+    if sample_at is not None:
+        bounds = torch.searchsorted(sample_at, torch.tensor([*starts, flat.numel()])).tolist()
+    for step, start in enumerate(starts):
+        raw = flat[start:start + CHUNK]
+        scan.zeros += raw.numel() - int(torch.count_nonzero(raw))
+        if sample_at is not None:
+            scan.sample.append(raw[sample_at[bounds[step]:bounds[step + 1]] - start])
+        chunk = raw.to(dtype)
+        lo, hi = (float(x) for x in torch.aminmax(chunk))
+        if not (math.isfinite(lo) and math.isfinite(hi)):  # NaN or ±Inf somewhere in this chunk
+            chunk = _drop_non_finite(chunk, scan)
+            if not chunk.numel():
+                continue
+            lo, hi = (float(x) for x in torch.aminmax(chunk))
+        scan.widen(lo, hi)
+        if keep:
+            scan.chunks.append(chunk)
+            scan.moments.add(chunk, scratch, hi - lo)
+    return scan
+
+
+def _drop_non_finite(chunk: torch.Tensor, scan: _Scan) -> torch.Tensor:
+    finite = chunk[torch.isfinite(chunk)]
+    nan = int(torch.isnan(chunk).sum())
+    scan.nan += nan
+    scan.inf += chunk.numel() - finite.numel() - nan
+    return finite
+
+
+def _sample_positions(n: int, size: int, seed: int) -> torch.Tensor:
+    """``size`` sorted positions in [0, n): one drawn uniformly from each of ``size`` equal strata.
+
+    Stratified rather than independent draws: just as random per element, a little more
+    accurate, and sorted, so the scan picks the sample up from cache as it passes.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    strata = torch.arange(size, dtype=torch.float64) + torch.rand(size, dtype=torch.float64, generator=generator)
+    return (strata * (n / size)).long().clamp_(max=n - 1)
+
+
+def _sample_values(sample: torch.Tensor) -> _Values:
+    sample = sample[torch.isfinite(sample)]
+    if not sample.numel():
+        return _Values([], 0, None, None)
+    lo, hi = (float(x) for x in torch.aminmax(sample))
+    values = _Values(list(sample.split(CHUNK)), sample.numel(), lo, hi)
+    moments, scratch = _Moments(), torch.empty(min(CHUNK, sample.numel()), dtype=sample.dtype)
+    for chunk in values.chunks:
+        moments.add(chunk, scratch, hi - lo)
+    values.mean, values.std = moments.mean, moments.std
+    return values
+
+
+def _quantile_ranks(n: int) -> tuple[list[int], dict[str, tuple[int, int, float]]]:
+    """The ranks the quantiles need, and per quantile (position of lower, of upper, weight).
+
+    As numpy's 'linear': virtual index (n - 1) * q, interpolating its floor and the next.
+    """
+    lerps = {}
+    for name, percent in QUANTILES:
+        virtual = (n - 1) * (percent / 100)
+        lower = min(math.floor(virtual), n - 1)
+        lerps[name] = (lower, min(lower + 1, n - 1), virtual - lower)
+    ranks = sorted({r for i, j, _ in lerps.values() for r in (i, j)})
+    return ranks, {name: (ranks.index(i), ranks.index(j), t) for name, (i, j, t) in lerps.items()}
+
+
+def _lerp(a: float, b: float, t: float, dtype: torch.dtype) -> float:
+    """numpy's _lerp: the difference taken in the data's dtype, the rest in float64."""
+    with np.errstate(over="ignore"):
+        diff = float(np.float32(b) - np.float32(a)) if dtype == torch.float32 else b - a
+    if not math.isfinite(diff):
+        diff = b - a
+    value = b - diff * (1 - t) if t >= 0.5 else a + diff * t
+    return value if math.isfinite(value) else a * (1 - t) + b * t
+
+
+def _histogram_edges(lo: float, hi: float, dtype: torch.dtype) -> list[float]:
+    """numpy's edges (a linspace from min to max, computed in the data's dtype); constant data: one bin."""
+    if lo == hi:
+        return [lo, hi]
+    np_dtype = np.float32 if dtype == torch.float32 else np.float64
+    with np.errstate(over="ignore", invalid="ignore"):
+        edges = np.linspace(np_dtype(lo), np_dtype(hi), HISTOGRAM_BINS + 1)
+        if not np.isfinite(edges).all():  # the span overflows: work on halves in float64
+            edges = (np.linspace(lo / 2, hi / 2, HISTOGRAM_BINS + 1) * 2).astype(np_dtype)
+            edges[0], edges[-1] = lo, hi
+    return edges.tolist()
+
+
+def _histogram(edges: list[float], below: list[int], n: int) -> dict:
+    """Bin counts from how many values lie below each inner edge; the last bin holds the maximum too."""
+    cumulative = [0, *below, n]
+    counts = [cumulative[i + 1] - cumulative[i] for i in range(len(edges) - 1)]
+    return {"bins": len(counts), "edges": edges, "counts": counts}
+
+
+# --------------------------------------------------------------- order statistics
+
+class _FineBins:
+    """A monotone map from values in [lo, hi] to FINE_BINS bins.
+
+    Monotone (x <= y gives bin(x) <= bin(y)) is all that correctness needs: every value in
+    a lower bin is below every value in a higher one. Each step is one IEEE operation with
+    a fixed operand, so a value lands in the same bin in a big chunk or a small tensor.
+    """
+
+    def __init__(self, lo: float, hi: float, dtype: torch.dtype):
+        finfo = torch.finfo(dtype)
+        span = hi - lo                    # a Python float: never overflows for float32 data
+        self.halve = span > finfo.max     # x - lo would overflow the dtype: work on halves
+        if self.halve:
+            lo, span = lo / 2, span / 2
+        self.lo = torch.tensor(lo, dtype=dtype)
+        self.scale = torch.tensor(min(FINE_BINS / span, finfo.max), dtype=dtype)
+
+    def index(self, values: torch.Tensor, scratch: torch.Tensor | None = None) -> torch.Tensor:
+        if self.halve:
+            values = values * 0.5
+        out = scratch[:values.numel()] if scratch is not None else None
+        position = torch.sub(values, self.lo, out=out).mul_(self.scale)
+        return position.to(torch.int64).clamp_(0, FINE_BINS - 1)
+
+
+def _order_statistics(values: _Values, ranks: list[int], thresholds: list[float]) -> tuple[list[float], list[int]]:
+    """The values at ``ranks`` (0-based, in sorted order) and, per threshold, how many values lie below it."""
+    if values.lo == values.hi:
+        return [values.lo] * len(ranks), [0 if t <= values.lo else values.n for t in thresholds]
+    if values.n <= SORT_AT_MOST:
+        return _by_sorting(torch.cat(values.chunks), ranks, thresholds)
+    dtype = values.chunks[0].dtype
+    bins = _FineBins(values.lo, values.hi, dtype)
+    scratch = torch.empty(CHUNK, dtype=dtype)
+
+    # Pass 1: how many values each fine bin holds, hence the bin of every wanted rank.
+    counts = torch.zeros(FINE_BINS, dtype=torch.int64)
+    for chunk in values.chunks:
+        counts += torch.bincount(bins.index(chunk, scratch), minlength=FINE_BINS)
+    ends = counts.cumsum(0)
+    rank_bins = torch.searchsorted(ends, torch.tensor(ranks), right=True).tolist()
+    inside = [t for t in thresholds if values.lo < t <= values.hi]
+    threshold_bins = dict(zip(inside, bins.index(torch.tensor(inside, dtype=dtype)).tolist()))
+    wanted = sorted(set(rank_bins) | set(threshold_bins.values()))
+    sizes = dict(zip(wanted, counts[wanted].tolist()))
+    starts = dict(zip(wanted, (ends[wanted] - counts[wanted]).tolist()))
+    if max(sizes.values()) == values.n:   # one bin holds everything (tiny spans): just sort
+        return _by_sorting(torch.cat(values.chunks), ranks, thresholds)
+
+    # Pass 2: only the wanted bins' values. Small bins are sorted together (bins follow
+    # each other in value order); a crowded bin is split again on its own.
+    gathered, gathered_bins = _gather_bins(values.chunks, bins, wanted, scratch)
+    small = [b for b in wanted if sizes[b] <= SORT_AT_MOST]
+    crowded = {b: _split_again(gathered[gathered_bins == b],
+                               [r - starts[b] for r, rb in zip(ranks, rank_bins) if rb == b],
+                               [t for t, tb in threshold_bins.items() if tb == b])
+               for b in wanted if sizes[b] > SORT_AT_MOST}
+    is_small = torch.zeros(FINE_BINS, dtype=torch.bool)
+    is_small[small] = True
+    ordered = gathered[is_small[gathered_bins]].sort().values
+    offsets = dict(zip(small, np.cumsum([0] + [sizes[b] for b in small]).tolist()))
+
+    at_rank = []
+    for r, b in zip(ranks, rank_bins):
+        local = r - starts[b]
+        at_rank.append(crowded[b][0][local] if b in crowded else float(ordered[offsets[b] + local]))
+    # Below a threshold in bin b: all values of lower bins, plus those of bin b under it.
+    small_thresholds = [t for t, b in threshold_bins.items() if b not in crowded]
+    under = torch.searchsorted(ordered, torch.tensor(small_thresholds, dtype=dtype)).tolist()
+    below_small = {t: starts[threshold_bins[t]] + u - offsets[threshold_bins[t]] for t, u in zip(small_thresholds, under)}
+    below = []
+    for t in thresholds:
+        if t <= values.lo or t > values.hi:
+            below.append(0 if t <= values.lo else values.n)
+        elif t in below_small:
+            below.append(below_small[t])
+        else:
+            b = threshold_bins[t]
+            below.append(starts[b] + crowded[b][1][t])
+    return at_rank, below
+
+
+def _gather_bins(chunks: list[torch.Tensor], bins: _FineBins, wanted: list[int],
+                 scratch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The values lying in the wanted fine bins, and their bin numbers."""
+    lookup = torch.zeros(FINE_BINS, dtype=torch.bool)
+    lookup[wanted] = True
+    values, numbers = [], []
+    for chunk in chunks:
+        index = bins.index(chunk, scratch)
+        hit = lookup[index]
+        values.append(chunk[hit])
+        numbers.append(index[hit])
+    return torch.cat(values), torch.cat(numbers)
+
+
+def _split_again(sub: torch.Tensor, ranks: list[int], thresholds: list[float]) -> tuple[dict, dict]:
+    """Order statistics inside one crowded fine bin, by the same method on its values alone."""
+    lo, hi = (float(x) for x in torch.aminmax(sub))
+    at_rank, below = _order_statistics(_Values(list(sub.split(CHUNK)), sub.numel(), lo, hi), ranks, thresholds)
+    return dict(zip(ranks, at_rank)), dict(zip(thresholds, below))
+
+
+def _by_sorting(values: torch.Tensor, ranks: list[int], thresholds: list[float]) -> tuple[list[float], list[int]]:
+    ordered = values.sort().values
+    at_rank = ordered[ranks].tolist()
+    below = torch.searchsorted(ordered, torch.tensor(thresholds, dtype=values.dtype)).tolist()
+    return at_rank, below
+
+
+# ------------------------------------------------------------ integer class balance
+
+def _class_balance(flat: torch.Tensor) -> list[tuple[Any, int]] | None:
+    """Exact (value, count) pairs in value order when there are at most MAX_CLASSES values, else None."""
+    n = flat.numel()
+    if flat.dtype == torch.bool:
+        trues = int(torch.count_nonzero(flat))
+        return [(v, c) for v, c in ((False, n - trues), (True, trues)) if c]
+    if not n:
+        return []
+    lo, hi = (int(x) for x in torch.aminmax(flat))
+    if hi - lo < DIRECT_COUNT_SPAN:
+        counts = torch.zeros(hi - lo + 1, dtype=torch.int64)
+        for start in range(0, n, CHUNK):
+            counts += torch.bincount(flat[start:start + CHUNK].to(torch.int64) - lo, minlength=hi - lo + 1)
+        present = counts.nonzero().flatten()
+        if present.numel() > MAX_CLASSES:
+            return None
+        return [(lo + v, c) for v, c in zip(present.tolist(), counts[present].tolist())]
+    # A wide range: a few far-apart labels are possible but rare. A prefix usually settles it.
+    if torch.unique(flat[:SORT_AT_MOST]).numel() > MAX_CLASSES:
+        return None
+    distinct, counts = torch.unique(flat, return_counts=True)
+    if distinct.numel() > MAX_CLASSES:
+        return None
+    return list(zip(distinct.tolist(), counts.tolist()))
+
+
+def _from_value_counts(balance: list[tuple[Any, int]]) -> dict:
+    """Every figure, exactly, from the class counts: no sampling needed however big the tensor."""
+    n = sum(c for _, c in balance)
+    out = {"sampled": False, "sample_size": None, "mean": None, "std": None, "min": None, "max": None,
+           "quantiles": dict.fromkeys(name for name, _ in QUANTILES),
+           "nan_count": 0, "inf_count": 0, "zero_frac": None,
+           "value_counts": [{"value": v, "count": c} for v, c in balance]}
+    if not n:
+        return out
+    mean = sum(int(v) * c for v, c in balance) / n
+    variance = sum(c * (int(v) - mean) ** 2 for v, c in balance) / n
+    ends = np.cumsum([c for _, c in balance]).tolist()
+    ranks, lerps = _quantile_ranks(n)
+    at_rank = [float(balance[bisect.bisect_right(ends, r)][0]) for r in ranks]
+    return out | {
+        "mean": _num(mean), "std": _num(math.sqrt(variance)), "min": balance[0][0], "max": balance[-1][0],
+        "zero_frac": sum(c for v, c in balance if v == 0) / n,
+        "quantiles": {name: _num(_lerp(at_rank[i], at_rank[j], t, torch.float64)) for name, (i, j, t) in lerps.items()},
+    }
+
+
+# ------------------------------------------------------------------------ tables
+
+def _is_table(value: Any) -> bool:
+    """A columnar dict of equal-length lists, a list of records or a list of primitives."""
+    if isinstance(value, dict):
+        columns = list(value.values())
+        return bool(columns) and all(isinstance(c, (list, tuple)) for c in columns) and len({len(c) for c in columns}) == 1
+    if isinstance(value, (list, tuple)):
+        return all(isinstance(row, dict) for row in value) or all(_is_primitive(v) for v in value)
+    return False
+
+
+def _is_primitive(v: Any) -> bool:
+    return v is None or isinstance(v, (bool, int, float, str, np.generic))
+
+
+def table_summary(value: dict | list | tuple, *, seed: int = 0) -> dict:
+    """Per-column summaries; past TABLE_MAX_ROWS rows, of a seeded sample of rows."""
+    rows = len(next(iter(value.values()))) if isinstance(value, dict) else len(value)
+    sampled = rows > TABLE_MAX_ROWS
+    picked = sorted(random.Random(seed).sample(range(rows), TABLE_MAX_ROWS)) if sampled else range(rows)
+    columns = _columns(value, picked)
+    names = list(columns)
+    return {"kind": "tabular", "rows": rows, "column_count": len(names),
+            "columns_truncated": len(names) > TABLE_MAX_COLUMNS, "sampled": sampled,
+            "columns": [_column_summary(name, columns[name]) for name in names[:TABLE_MAX_COLUMNS]]}
+
+
+def _columns(value: dict | list | tuple, picked) -> dict[str, list]:
+    if isinstance(value, dict):
+        return {str(name): [cells[i] for i in picked] for name, cells in value.items()}
+    if value and isinstance(value[0], dict):
+        records = [{str(k): v for k, v in value[i].items()} for i in picked]
+        names = dict.fromkeys(name for record in records for name in record)
+        return {name: [record.get(name) for record in records] for name in names}
+    return {"value": [value[i] for i in picked]}
+
+
+def _column_summary(name: str, cells: list) -> dict:
+    present = [v.item() if isinstance(v, np.generic) else v for v in cells if not _is_missing(v)]
+    numeric = bool(present) and all(isinstance(v, (int, float)) for v in present)
+    finite = [v for v in present if numeric and (isinstance(v, int) or math.isfinite(v))]
+    counts = Counter(_key(v) for v in present)   # keyed by type too: 1, 1.0 and True stay apart
+    return {
+        "name": name, "dtype": _column_dtype(present), "count": len(present), "missing": len(cells) - len(present),
+        "unique": len(counts),
+        "top": [{"value": _json_cell(v), "count": c} for (_, v), c in counts.most_common(TABLE_TOP)],
+        "mean": _mean(finite),
+        "min": _json_cell(min(finite)) if finite else None,
+        "max": _json_cell(max(finite)) if finite else None,
+    }
+
+
+def _mean(numbers: list) -> float | None:
+    try:
+        return _num(math.fsum(numbers) / len(numbers)) if numbers else None
+    except OverflowError:  # Python ints beyond float range
+        return None
+
+
+def _is_missing(v: Any) -> bool:
+    return v is None or (isinstance(v, (float, np.floating)) and math.isnan(v))
+
+
+def _key(v: Any) -> tuple[str, Any]:
+    try:
+        hash(v)
+        return type(v).__name__, v
+    except TypeError:
+        return type(v).__name__, repr(v)[:TEXT_MAX]
+
+
+def _json_cell(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return "inf" if v > 0 else "-inf"
+    if isinstance(v, int) and not isinstance(v, bool) and not -2**63 <= v < 2**64:
+        return str(v)[:TEXT_MAX]   # JSON encoders stop at 64 bits
+    if isinstance(v, (bool, int, float)):
+        return v
+    return (v if isinstance(v, str) else repr(v))[:TEXT_MAX]
+
+
+def _column_dtype(present: list) -> str:
+    kinds = {"bool" if isinstance(v, bool) else "int" if isinstance(v, int) else "float" if isinstance(v, float)
+             else "str" if isinstance(v, str) else "object" for v in present}
+    if not kinds:
+        return "empty"
+    if kinds == {"int", "float"}:
+        return "float"
+    return kinds.pop() if len(kinds) == 1 else "mixed"

@@ -1,0 +1,159 @@
+/* The editor's only script: what needs one. Every action here posts the same forms the
+   page offers without JavaScript; the server stays the single source of truth. */
+(function () {
+  "use strict";
+  var zoom = 1;
+  var armed = null;          // {node, port, type} of an output waiting for its input
+  var quickPoint = null;     // where a double-click asked to add a node
+  var DRAG_THRESHOLD = 4;
+
+  function editor() { return document.getElementById("editor"); }
+  function tabId() { return editor() && editor().dataset.tab; }
+  function state() { return new URLSearchParams((editor() && editor().dataset.state) || ""); }
+  function csrf() { var t = document.querySelector("[name=csrfmiddlewaretoken]"); return t ? t.value : ""; }
+
+  function post(path, values) {
+    var s = state();
+    values = Object.assign({ csrfmiddlewaretoken: csrf(), _node: s.get("node") || "", _run: s.get("run") || "" }, values);
+    return htmx.ajax("POST", "/editor/" + tabId() + "/" + path, { target: "#editor", swap: "outerHTML", values: values });
+  }
+
+  function canvasPoint(event) {
+    var rect = document.getElementById("canvas").getBoundingClientRect();
+    return { x: (event.clientX - rect.left) / zoom, y: (event.clientY - rect.top) / zoom };
+  }
+
+  // -- dragging nodes ---------------------------------------------------------------------
+  var drag = null;
+  document.addEventListener("pointerdown", function (event) {
+    var header = event.target.closest(".card > header");
+    if (!header || event.button !== 0 || event.target.closest(".port")) return;
+    var card = header.parentElement;
+    drag = { card: card, startX: event.clientX, startY: event.clientY,
+             left: parseFloat(card.style.left), top: parseFloat(card.style.top), moved: false };
+  });
+  document.addEventListener("pointermove", function (event) {
+    if (!drag) return;
+    var dx = (event.clientX - drag.startX) / zoom, dy = (event.clientY - drag.startY) / zoom;
+    if (!drag.moved && Math.abs(dx) + Math.abs(dy) < DRAG_THRESHOLD) return;
+    drag.moved = true;
+    drag.card.style.left = Math.max(0, drag.left + dx) + "px";
+    drag.card.style.top = Math.max(0, drag.top + dy) + "px";
+  });
+  document.addEventListener("pointerup", function () {
+    if (!drag) return;
+    var d = drag; drag = null;
+    if (!d.moved) return;
+    d.card.dataset.justDragged = "1";
+    post("nodes/" + encodeURIComponent(d.card.dataset.node) + "/move",
+         { x: Math.round(parseFloat(d.card.style.left)), y: Math.round(parseFloat(d.card.style.top)) });
+  });
+  document.addEventListener("click", function (event) {
+    var card = event.target.closest(".card");
+    if (card && card.dataset.justDragged) { event.preventDefault(); event.stopPropagation(); delete card.dataset.justDragged; }
+  }, true);
+
+  // -- adding nodes: drag from the sidebar, or double-click the canvas then pick ----------
+  document.addEventListener("dragstart", function (event) {
+    var item = event.target.closest && event.target.closest(".palette-item");
+    if (item) event.dataTransfer.setData("text/codefyui-node", item.dataset.type);
+  });
+  document.addEventListener("dragover", function (event) {
+    if (event.target.closest && event.target.closest("#canvas-wrap")) event.preventDefault();
+  });
+  document.addEventListener("drop", function (event) {
+    var type = event.dataTransfer.getData("text/codefyui-node");
+    if (!type || !event.target.closest("#canvas-wrap")) return;
+    event.preventDefault();
+    var p = canvasPoint(event);
+    post("nodes/add", { type: type, x: Math.round(p.x - 92), y: Math.round(p.y - 15) });
+  });
+  document.addEventListener("dblclick", function (event) {
+    if (!event.target.closest("#canvas-wrap") || event.target.closest(".card")) return;
+    quickPoint = canvasPoint(event);
+    var search = document.getElementById("node-search");
+    if (search) { search.focus(); search.select(); }
+  });
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (quickPoint && form.classList.contains("palette-item")) {
+      ["x", "y"].forEach(function (k) {
+        var input = form.querySelector("[name=" + k + "]") || form.appendChild(Object.assign(document.createElement("input"), { type: "hidden", name: k }));
+        input.value = Math.round(quickPoint[k]);
+      });
+      quickPoint = null;
+    }
+  }, true);
+
+  // -- click an output, then an input, to connect -----------------------------------------
+  document.addEventListener("click", function (event) {
+    var port = event.target.closest(".port");
+    if (!port) {
+      var target = event.target.closest(".card");
+      if (armed && armed.type === "TRIGGER" && target && target.dataset.node !== armed.node) {
+        event.preventDefault();
+        connect(target.dataset.node, "");
+      }
+      return;
+    }
+    var node = port.closest(".card").dataset.node;
+    if (port.dataset.side === "out") {
+      disarm();
+      armed = { node: node, port: port.dataset.port, type: port.dataset.type };
+      port.classList.add("armed");
+    } else if (armed) {
+      connect(node, port.dataset.port);
+    }
+  });
+  function connect(target, targetPort) {
+    var a = armed; disarm();
+    post("connect", { source: a.node, source_port: a.port, target: target, target_port: targetPort });
+  }
+  function disarm() {
+    armed = null;
+    document.querySelectorAll(".port.armed").forEach(function (p) { p.classList.remove("armed"); });
+  }
+
+  // -- Shift-click selects several nodes (segments build on this) -------------------------
+  document.addEventListener("click", function (event) {
+    var card = event.target.closest(".card");
+    if (!card || !event.shiftKey) return;
+    event.preventDefault();
+    card.classList.toggle("multi");
+    card.setAttribute("aria-selected", card.classList.contains("multi") ? "true" : "false");
+  }, true);
+
+  // -- keyboard shortcuts (ignored while typing) ------------------------------------------
+  document.addEventListener("keydown", function (event) {
+    if (!tabId() || event.target.closest("input, textarea, select, [contenteditable]")) return;
+    var key = event.key.toLowerCase(), mod = event.ctrlKey || event.metaKey;
+    var click = function (id) { var b = document.getElementById(id); if (b && !b.disabled) { event.preventDefault(); b.click(); } };
+    if (mod && key === "z" && !event.shiftKey) click("undo-button");
+    else if (mod && (key === "y" || (key === "z" && event.shiftKey))) click("redo-button");
+    else if (!mod && event.shiftKey && key === "l") click("layout-button");
+    else if (key === "escape") disarm();
+    else if (key === "delete") {
+      var ids = Array.prototype.map.call(document.querySelectorAll(".card.multi, .card.selected"), function (c) { return c.dataset.node; });
+      if (ids.length) { event.preventDefault(); deleteNodes(ids); }
+    }
+  });
+  function deleteNodes(ids) {
+    var form = document.getElementById("delete-form");
+    if (!form) return;
+    form.querySelectorAll("[name=node]").forEach(function (i) { i.remove(); });
+    ids.forEach(function (id) {
+      form.appendChild(Object.assign(document.createElement("input"), { type: "hidden", name: "node", value: id }));
+    });
+    form.requestSubmit();
+  }
+
+  // -- zoom with Ctrl + wheel (pan is the canvas's own scrolling) -------------------------
+  document.addEventListener("wheel", function (event) {
+    if (!event.ctrlKey || !event.target.closest("#canvas-wrap")) return;
+    event.preventDefault();
+    zoom = Math.min(2, Math.max(0.3, zoom * Math.exp(-event.deltaY * 0.0015)));
+    applyZoom();
+  }, { passive: false });
+  function applyZoom() { var c = document.getElementById("canvas"); if (c) c.style.transform = "scale(" + zoom + ")"; }
+  document.addEventListener("htmx:afterSwap", applyZoom);
+})();
