@@ -1,0 +1,109 @@
+"""Pure edits of a graph document: each one change, refused with a message when it cannot be."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from apps.graphs import edits
+from apps.graphs.models import blank_document
+
+
+@pytest.fixture
+def doc(walkthrough):
+    from apps.graphs import document
+    return document.normalise(walkthrough)
+
+
+def test_add_node_uses_the_declared_defaults_and_a_readable_id():
+    doc, node_id = edits.add_node(blank_document(), "Reshape", 10, 20)
+    assert node_id == "reshape-1"
+    assert doc["nodes"][0]["data"]["params"] == {"shape": "-1,784"}
+
+
+def test_grid_snap_snaps_to_24_px():
+    """SP17: Grid snap snaps to 24 px, and turning it on snaps the nodes already on the canvas."""
+    doc, node_id = edits.add_node(blank_document(), "Softmax", 37, 50, snap_to_grid=True)
+    assert doc["nodes"][0]["position"] == {"x": 48.0, "y": 48.0}
+    doc = edits.move_node(doc, node_id, 100, 13)
+    assert edits.snap_all(doc)["nodes"][0]["position"] == {"x": 96.0, "y": 24.0}
+
+
+def test_connecting_replaces_the_old_edge_into_that_input(doc):
+    doc = edits.connect(doc, "input", "tensor", "softmax", "tensor")
+    into_softmax = [e for e in doc["edges"] if e["target"] == "softmax"]
+    assert [(e["source"], e["sourceHandle"]) for e in into_softmax] == [("input", "tensor")]
+
+
+def test_a_type_mismatch_is_refused_with_both_ports(doc):
+    doc, loss = edits.add_node(doc, "Loss", 0, 0)
+    with pytest.raises(edits.EditError, match=r"Type mismatch: Loss.loss_fn \(LOSS_FN\) cannot feed Softmax.tensor \(TENSOR\)"):
+        edits.connect(doc, loss, "loss_fn", "softmax", "tensor")
+
+
+def test_a_loop_is_refused(doc):
+    with pytest.raises(edits.EditError, match="loop"):
+        edits.connect(doc, "softmax", "tensor", "reshape", "tensor")
+
+
+def test_start_connects_its_trigger_to_the_first_node():
+    """WK5: a Start node's trigger output connects to the node to execute first."""
+    doc, start = edits.add_node(blank_document(), "Start", 0, 0)
+    doc, first = edits.add_node(doc, "TensorInput", 200, 0)
+    doc = edits.connect(doc, start, "trigger", first, "")
+    assert doc["edges"] == [{"id": "e1", "type": "trigger", "source": start, "sourceHandle": "trigger",
+                             "target": first, "targetHandle": ""}]
+
+
+def test_deleting_a_node_drops_its_edges_and_markers(doc):
+    doc["segmentGroups"] = [{"id": "s", "headNodeId": "reshape", "tailNodeId": "print"}]
+    doc = edits.delete_nodes(doc, {"print"})
+    assert all("print" not in (e["source"], e["target"]) for e in doc["edges"])
+    assert doc["segmentGroups"] == []
+
+
+def test_bad_params_are_all_named_and_nothing_is_changed(doc):
+    with pytest.raises(edits.EditError) as refused:
+        edits.set_params(doc, "input", {"dtype": "float99", "seed": "soon"})
+    assert "'dtype' must be one of" in str(refused.value) and "'seed' must be a number" in str(refused.value)
+    assert doc["nodes"][1]["data"]["params"]["dtype"] == "float32"
+
+
+def test_changing_the_shape_keeps_the_values_in_order(doc):
+    """WK2: the values grid is sized from shape; on reshape values are kept in order, padded or cut."""
+    doc = edits.set_params(doc, "input", {"shape": "1,2,3"})
+    assert doc["nodes"][1]["data"]["params"]["values"] == [[[0.5, -1.0, 2.0], [0.0, 1.5, 0.25]]]
+    doc = edits.set_params(doc, "input", {"shape": "2,5"})
+    assert doc["nodes"][1]["data"]["params"]["values"][1] == [0.25, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_fill_and_random_fill_the_grid():
+    """WK2: Fill 0, Fill 1 and Random (values in [-1, 1]) fill the 16-cell grid."""
+    doc, node = edits.add_node(blank_document(), "TensorInput", 0, 0)
+    doc = edits.set_params(doc, node, {"value_mode": "explicit"})
+    ones = edits.set_grid(doc, node, fill="1")
+    assert edits.flat_values(ones["nodes"][0]["data"]["params"]["values"]) == [1.0] * 16
+    randoms = edits.flat_values(edits.set_grid(doc, node, fill="random", rng=random.Random(1))["nodes"][0]["data"]["params"]["values"])
+    assert len(randoms) == 16 and all(-1 <= v <= 1 for v in randoms) and len(set(randoms)) > 1
+
+
+def test_typed_cells_must_be_numbers(doc):
+    cells = [str(i) for i in range(15)] + ["many"]
+    with pytest.raises(edits.EditError, match=r"Not a number: cell 16 \('many'\)"):
+        edits.set_grid(doc, "input", cells=cells)
+
+
+def test_more_than_512_cells_cannot_be_edited_in_the_grid(doc):
+    doc = edits.set_params(doc, "input", {"shape": "1,32,32"})
+    with pytest.raises(edits.EditError, match="1024 values; the grid can edit at most 512"):
+        edits.set_grid(doc, "input", fill="0")
+
+
+def test_auto_layout_puts_each_node_right_of_what_feeds_it(doc):
+    laid = {n["id"]: n["position"]["x"] for n in edits.auto_layout(doc)["nodes"]}
+    assert laid["start"] < laid["input"] < laid["reshape"] < laid["softmax"] < laid["print"]
+
+
+def test_a_blank_name_is_ignored(doc):
+    assert edits.rename_node(doc, "reshape", "   ") is doc
+    assert edits.rename_node(doc, "reshape", "flatten it")["nodes"][2]["data"]["label"] == "flatten it"

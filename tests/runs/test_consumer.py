@@ -1,0 +1,94 @@
+"""The run WebSocket: only the owner receives a run's progress, as hx-swap-oob fragments;
+a (re)connect first catches up on everything so far."""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import channel_layers
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+
+from apps.runs import service
+from apps.runs.engine import ExecutionCache
+from apps.runs.models import Run
+from codefyui.routing import websocket_urlpatterns
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+
+
+def socket(user, run_id):
+    communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/runs/{run_id}/")
+    communicator.scope["user"] = user
+    return communicator
+
+
+async def receive_until(communicator, text, timeout=10.0):
+    """Everything received until a message containing ``text``."""
+    seen = ""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while text not in seen:
+        left = deadline - asyncio.get_running_loop().time()
+        assert left > 0, f"never received {text!r}; got {seen[-500:]!r}"
+        seen += await communicator.receive_from(timeout=left)
+    return seen
+
+
+async def test_the_owner_receives_every_node_as_it_finishes(student, walkthrough):
+    run = await database_sync_to_async(Run.objects.create)(owner=student, status=Run.Status.QUEUED)
+    communicator = socket(student, run.pk)
+    connected, _ = await communicator.connect()
+    assert connected
+    await communicator.receive_from(timeout=5)  # the catch-up of a run that has not started
+    # Start the real run under the id the socket watches.
+    planned = service.plan(walkthrough)
+    options = service.run_options(walkthrough)
+    threading.Thread(target=service._execute, args=(run.pk, planned, options, threading.Event(), ExecutionCache())).start()
+    seen = await receive_until(communicator, "Run succeeded")
+    for node in ("start", "input", "reshape", "softmax", "print"):
+        assert f'id="badge-{node}" class="badge badge-completed" hx-swap-oob="true" role="status">Completed<' in seen
+    assert 'hx-swap-oob="beforeend:#log"' in seen and "[probabilities]" in seen
+    await communicator.disconnect()
+
+
+async def test_another_users_run_sends_nothing(student, stranger):
+    run = await database_sync_to_async(Run.objects.create)(owner=student, status=Run.Status.RUNNING)
+    communicator = socket(stranger, run.pk)
+    connected, code = await communicator.connect()
+    assert not connected and code == 4404
+
+
+async def test_an_anonymous_visitor_is_refused(student):
+    from django.contrib.auth.models import AnonymousUser
+    run = await database_sync_to_async(Run.objects.create)(owner=student)
+    connected, _ = await socket(AnonymousUser(), run.pk).connect()
+    assert not connected
+
+
+async def test_a_reconnect_catches_up_on_what_it_missed(student):
+    run = await database_sync_to_async(Run.objects.create)(
+        owner=student, status=Run.Status.FAILED, error="reshape failed",
+        nodes={"input": {"status": "completed"}, "reshape": {"status": "error", "error": "16 values cannot be reshaped to [-1, 784]"}},
+        log=[{"node": "print", "text": "[x] 1", "level": "info"}])
+    communicator = socket(student, run.pk)
+    await communicator.connect()
+    snapshot = await communicator.receive_from(timeout=5)
+    assert 'id="badge-input" class="badge badge-completed" hx-swap-oob="true"' in snapshot
+    assert "Error: 16 values cannot be reshaped to [-1, 784]" in snapshot
+    assert '<ol id="log" class="log" aria-live="polite" hx-swap-oob="true">' in snapshot and "[x] 1" in snapshot
+    assert "Run failed" in snapshot and "reshape failed" in snapshot
+    await communicator.disconnect()
+
+
+async def test_a_malformed_run_id_is_refused(student):
+    connected, _ = await socket(student, "not-a-uuid").connect()
+    assert not connected
