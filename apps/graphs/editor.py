@@ -282,6 +282,21 @@ def prefs(request: HttpRequest) -> HttpResponse:
     return response
 
 
+def weights_scope(tab: Tab) -> str:
+    return f"tab-{tab.pk}"
+
+
+@require_POST
+def weights_reset(request: HttpRequest, tab_id: int) -> HttpResponse:
+    """Reset all weights now: asks first, then drops every kept layer of this tab."""
+    tab = _tab(request, tab_id)
+    if request.POST.get("confirm") != "yes":
+        messages.warning(request, "Reset all persisted weights for this graph?")
+        return back(request, tab, confirm_reset="1")
+    messages.success(request, f"Persisted weights cleared ({service.reset_weights(weights_scope(tab))})")
+    return back(request, tab)
+
+
 # -- runs -----------------------------------------------------------------------------------
 
 @require_POST
@@ -290,7 +305,8 @@ def run(request: HttpRequest, tab_id: int) -> HttpResponse:
     device = request.POST.get("device", "follow")
     overrides = {"device": Prefs.from_request(request).device if device == "follow" else device}
     try:
-        started = service.start_run(request.user, tab.document, graph=tab.graph, overrides=overrides)
+        started = service.start_run(request.user, tab.document, graph=tab.graph, overrides=overrides,
+                                    weights_scope=weights_scope(tab))
     except service.RunRefused as exc:
         for problem in exc.problems:
             messages.error(request, problem)

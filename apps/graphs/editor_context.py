@@ -29,6 +29,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         "tab": tab, "tabs": visible_to(Tab.objects, request.user), "prefs": prefs,
         "run": run, "server": server_usage(), "devices": device_choices(prefs),
         "confirm_close": request.GET.get("confirm_close") == "1",
+        "confirm_reset": request.GET.get("confirm_reset") == "1",
     }
     context.update(runs_panel(request))
     if tab is None:
@@ -52,6 +53,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         query=query, search=palette.quick_search(query) if "q" in request.GET else None,
         settings=document.run_settings(doc), can_undo=bool(tab.undo_stack), can_redo=bool(tab.redo_stack),
         run_live=run is not None and not run.is_finished,
+        kept_weights=service.kept_weights(f"tab-{tab.pk}"),
     )
     return context
 

@@ -22,6 +22,7 @@ urlpatterns = [
     path("<int:tab_id>/redo", v.redo, name="redo"),
     path("<int:tab_id>/layout", v.layout, name="layout"),
     path("<int:tab_id>/run", v.run, name="run"),
+    path("<int:tab_id>/weights/reset", v.weights_reset, name="weights-reset"),
     path("<int:tab_id>/nodes/add", v.node_add, name="node-add"),
     path("<int:tab_id>/nodes/delete", v.nodes_delete, name="nodes-delete"),
     path("<int:tab_id>/nodes/<str:node_id>/params", v.node_params, name="node-params"),

@@ -53,10 +53,9 @@ def fragment(event: dict) -> str:
     if node_id and kind.startswith("node_") and kind != ev.NODE_PROGRESS:
         status = {"status": kind.removeprefix("node_"), "error": event.get("error")}
         parts.append(render_to_string("editor/_badge.html", {"card": _Card(node_id, status), "oob": True}))
-        if kind == ev.NODE_ERROR:
-            parts.append(_log({"node": node_id, "text": f"Node {node_id} error: {event.get('error')}", "level": "error"}))
-    if kind == ev.LOG:
-        parts.append(_log({"node": node_id, "text": event.get("text"), "level": event.get("level")}))
+    entry = ev.log_entry(ev.Event(**{k: v for k, v in event.items() if k in ev.Event.__dataclass_fields__}))
+    if entry:
+        parts.append(_log(entry))
     if kind == ev.RUN_STARTED or kind in ev.TERMINAL:
         status = {ev.RUN_STARTED: "running", ev.RUN_COMPLETED: "succeeded", ev.RUN_FAILED: "failed",
                   ev.RUN_STOPPED: "cancelled"}[kind]

@@ -44,7 +44,7 @@ class RunConflict(Exception):
 
 _OPTION_FIELDS = {"record": "record_outputs", "verbose": "verbose_internals",
                   "gradients": "capture_gradients", "seed": "seed",
-                  "deterministic": "deterministic", "device": "device"}
+                  "deterministic": "deterministic", "device": "device", "persist_weights": "persist_weights"}
 
 
 def run_options(doc: dict[str, Any], overrides: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -114,8 +114,10 @@ def remove_listener(listener: Callable[[ev.Event], None]) -> None:
         _listeners.remove(listener)
 
 
-def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] | None = None) -> Run:
-    """Validate, record a queued Run and hand it to the run pool. Raises RunRefused."""
+def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] | None = None,
+              weights_scope: str = "") -> Run:
+    """Validate, record a queued Run and hand it to the run pool. Raises RunRefused.
+    ``weights_scope`` names whose kept layers Persist weights between runs reuses."""
     options = run_options(doc, overrides)
     planned = plan(doc)
     run = Run.objects.create(owner=user, graph=graph, options=options,
@@ -124,8 +126,18 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
     with _lock:
         _cancels[str(run.id)] = cancel
         cache = _caches.setdefault(user.pk, engine.ExecutionCache(conf.EXECUTION_CACHE_MAX_ENTRIES))
-    transaction.on_commit(lambda: _pool.submit(_execute, run.pk, planned, options, cancel, cache))
+    engine_options = {**options, "weights_scope": weights_scope or (f"graph-{graph.pk}" if graph else "")}
+    transaction.on_commit(lambda: _pool.submit(_execute, run.pk, planned, engine_options, cancel, cache))
     return run
+
+
+def reset_weights(weights_scope: str) -> int:
+    """Reset all weights now: drop every kept layer of a tab; returns how many."""
+    return engine.WEIGHTS.reset(weights_scope)
+
+
+def kept_weights(weights_scope: str) -> int:
+    return engine.WEIGHTS.count(weights_scope)
 
 
 def cancel_run(run: Run) -> Run:
@@ -210,22 +222,23 @@ class _Recorder:
 
     def _record(self, event: ev.Event) -> None:
         fields: dict[str, Any] = {}
+        entry = ev.log_entry(event)
+        if entry:
+            self.log.append(entry)
         if event.kind == ev.RUN_STARTED:
             fields = {"status": Run.Status.RUNNING, "started": timezone.now(),
                       "device": (event.data or {}).get("device", "")}
         elif event.kind in self.TERMINAL_STATUS:
             fields = {"status": self.TERMINAL_STATUS[event.kind], "error": event.error or "",
                       "finished": timezone.now()}
-        elif event.kind == ev.LOG:
-            self.log.append({"node": event.node_id, "text": event.text, "level": event.level})
-        elif event.node_id and event.kind != ev.NODE_PROGRESS:
-            entry = {"status": event.kind.removeprefix("node_")}
+        elif event.node_id and event.kind.startswith("node_") and event.kind != ev.NODE_PROGRESS:
+            node = {"status": event.kind.removeprefix("node_")}
             if event.error:
-                entry["error"] = event.error
+                node["error"] = event.error
             if event.summary is not None:
-                entry["summary"] = event.summary
-            self.nodes[event.node_id] = entry
-        else:
+                node["summary"] = event.summary
+            self.nodes[event.node_id] = node
+        elif not entry:
             return
         Run.objects.filter(pk=self.run_pk).update(nodes=self.nodes, log=self.log, **fields)
 

@@ -253,3 +253,13 @@ def test_runs_panel_filters_and_deletes(student_client, student, tab):
     assert body.count('class="status-failed"') == 1 and "status-succeeded" not in body
     student_client.post(f"/editor/runs/{done.pk}/delete", {"_tab": tab.pk})
     assert not Run.objects.filter(pk=done.pk).exists()
+
+
+def test_reset_all_weights_asks_first_then_drops_the_tabs_layers(student_client, tab):
+    """SP12: Reset asks first, then drops every cached weight for this tab."""
+    from apps.runs.engine import WEIGHTS
+    WEIGHTS.get_or_build(f"tab-{tab.pk}", "fc", "s", lambda: __import__("torch").nn.Linear(2, 2))
+    body = student_client.post(url(tab, "weights/reset"), follow=True).content.decode()
+    assert "Reset all persisted weights for this graph?" in body and WEIGHTS.count(f"tab-{tab.pk}") == 1
+    body = student_client.post(url(tab, "weights/reset"), {"confirm": "yes"}, follow=True).content.decode()
+    assert "Persisted weights cleared (1)" in body and WEIGHTS.count(f"tab-{tab.pk}") == 0

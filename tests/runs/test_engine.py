@@ -233,3 +233,33 @@ def test_the_catalogue_has_the_foundation_nodes():
                 "RNNCell", "LSTM", "GRU", "MultiHeadAttention", "TransformerEncoder", "TransformerDecoder",
                 "Loss", "Optimizer", "BackwardOnce"}
     assert expected <= set(registry())
+
+
+def _with_linear(walkthrough):
+    doc = copy.deepcopy(walkthrough)
+    doc["nodes"].append({"id": "fc", "type": "Linear", "position": {"x": 0, "y": 0},
+                         "data": {"params": {"in_features": 16, "out_features": 2}}})
+    doc["edges"].append({"id": "e-fc", "source": "reshape", "sourceHandle": "tensor", "target": "fc", "targetHandle": "tensor"})
+    return doc
+
+
+def test_persist_weights_keeps_a_layer_between_runs_and_the_log_says_so(walkthrough):
+    """SP11: with Persist weights on, the next run continues with the same weights, and the run log says so."""
+    from apps.runs.engine import WEIGHTS
+    doc = _with_linear(walkthrough)
+    first, _ = run(doc, persist_weights=True, weights_scope="tab-test", run_id="a")
+    second, _ = run(doc, persist_weights=True, weights_scope="tab-test", run_id="b")
+    assert torch.equal(first.outputs["fc"]["tensor"], second.outputs["fc"]["tensor"])
+    assert any("continues with the weights kept from the previous run" in line for line in second.log)
+    assert WEIGHTS.reset("tab-test") == 1
+    third, _ = run(doc, persist_weights=True, weights_scope="tab-test", run_id="c")
+    assert not torch.equal(first.outputs["fc"]["tensor"], third.outputs["fc"]["tensor"])
+    WEIGHTS.reset("tab-test")
+
+
+def test_without_persist_weights_every_run_starts_fresh(walkthrough):
+    """SP11: off by default, so every run starts fresh like an exported script."""
+    doc = _with_linear(walkthrough)
+    first, _ = run(doc, run_id="a")
+    second, _ = run(doc, run_id="b")
+    assert not torch.equal(first.outputs["fc"]["tensor"], second.outputs["fc"]["tensor"])

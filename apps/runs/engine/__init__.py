@@ -2,8 +2,9 @@
 from .cache import ExecutionCache
 from .events import Event, summarise
 from .executor import RunOptions, RunOutcome, available_devices, execute, resolve_device
+from .weights import WEIGHTS
 from .plan import DRAFT_MESSAGE, DraftGraph, InvalidGraph, Plan, plan_run
 
 __all__ = ["DRAFT_MESSAGE", "DraftGraph", "Event", "ExecutionCache", "InvalidGraph", "Plan",
-           "RunOptions", "RunOutcome", "available_devices", "execute", "plan_run", "resolve_device",
+           "RunOptions", "RunOutcome", "WEIGHTS", "available_devices", "execute", "plan_run", "resolve_device",
            "summarise"]

@@ -66,3 +66,19 @@ def summarise(value: Any) -> dict[str, Any]:
     if value is None:
         return {"type": "none"}
     return {"type": type(value).__name__, "repr": repr(value)[:200]}
+
+
+def log_entry(event: Event) -> dict[str, Any] | None:
+    """The Execution Log row an event makes, if any: {node, text, level}."""
+    node, kind = event.node_id, event.kind
+    text = {
+        RUN_STARTED: "Execution started",
+        RUN_COMPLETED: "Execution completed successfully",
+        RUN_FAILED: f"Execution error: {event.error}",
+        RUN_STOPPED: "Execution cancelled",
+        NODE_COMPLETED: f"Node {node} completed",
+        NODE_CACHED: f"Node {node} served from cache",
+        NODE_ERROR: f"Node {node} error: {event.error}",
+        LOG: event.text,
+    }.get(kind)
+    return None if text is None else {"node": node, "text": text, "level": event.level}

@@ -27,6 +27,7 @@ from codefyui import conf
 from . import events as ev
 from .cache import ExecutionCache, cache_key
 from .plan import Plan, PlannedNode
+from .weights import WEIGHTS, structure_hash
 
 log = logging.getLogger("codefyui.engine")
 
@@ -42,6 +43,8 @@ class RunOptions:
     seed: int | None = None          # Random seed: each node seeded from (seed, node id)
     deterministic: bool = False      # torch.use_deterministic_algorithms(True, warn_only=True)
     device: str = "cpu"
+    persist_weights: bool = False    # keep layers between runs of the same tab (weights_scope)
+    weights_scope: str = ""
     max_parallel: int = field(default_factory=lambda: conf.MAX_PARALLEL_NODES)
     max_elements: int = field(default_factory=lambda: conf.MAX_TENSOR_ELEMENTS)
     timeout_s: float = field(default_factory=lambda: conf.RUN_TIMEOUT_S)
@@ -152,7 +155,7 @@ class _Context:
         self.verbose = options.verbose
         self.logs: list[str] = []
         self.steps: list[dict[str, Any]] = []
-        self._options, self._emit, self._label = options, emit, node.label
+        self._options, self._emit, self._node = options, emit, node
 
     def generator(self) -> torch.Generator:
         g = torch.Generator()
@@ -178,7 +181,15 @@ class _Context:
                                "scalars": dict(scalars or {})})
 
     def module(self, build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
-        return build().to(self.device)
+        opts = self._options
+        if not (opts.persist_weights and opts.weights_scope):
+            return build().to(self.device)
+        module, reused = WEIGHTS.get_or_build(opts.weights_scope, self.node_id,
+                                              structure_hash(self._node.type, self._node.params),
+                                              lambda: build().to(self.device))
+        if reused:
+            self.log(f"{self._node.label} continues with the weights kept from the previous run")
+        return module.to(self.device)
 
     def progress(self, data: dict[str, Any]) -> None:
         self._emit(ev.Event(ev.NODE_PROGRESS, self._options.run_id, self.node_id, data=data))

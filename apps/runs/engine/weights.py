@@ -1,0 +1,61 @@
+"""Persist weights between runs: layers kept per (tab, node, structure), so the next Run
+continues from the same weights. An app-wide LRU; memory only; a changed structure (new
+params) gets fresh weights."""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from typing import Any, Callable
+
+import torch
+
+
+def structure_hash(type_key: str, params: dict[str, Any]) -> str:
+    blob = json.dumps([type_key, params], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class WeightStore:
+    def __init__(self, max_modules: int = 200):
+        self.max_modules = max_modules
+        self._modules: OrderedDict[tuple[str, str, str], torch.nn.Module] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_build(self, scope: str, node_id: str, structure: str,
+                     build: Callable[[], torch.nn.Module]) -> tuple[torch.nn.Module, bool]:
+        """(module, reused). A new structure for the node drops its old weights."""
+        key = (scope, node_id, structure)
+        with self._lock:
+            module = self._modules.get(key)
+            if module is not None:
+                self._modules.move_to_end(key)
+                return module, True
+            for old in [k for k in self._modules if k[:2] == (scope, node_id)]:
+                del self._modules[old]
+        module = build()
+        with self._lock:
+            self._modules[key] = module
+            while len(self._modules) > self.max_modules:
+                self._modules.popitem(last=False)
+        return module, False
+
+    def reset(self, scope: str) -> int:
+        """Drop every kept layer of one tab; returns how many."""
+        with self._lock:
+            keys = [k for k in self._modules if k[0] == scope]
+            for key in keys:
+                del self._modules[key]
+            return len(keys)
+
+    def count(self, scope: str) -> int:
+        with self._lock:
+            return sum(1 for k in self._modules if k[0] == scope)
+
+    def usage(self) -> dict[str, int]:
+        with self._lock:
+            return {"modules": len(self._modules), "max_modules": self.max_modules}
+
+
+WEIGHTS = WeightStore()
