@@ -13,6 +13,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("editor/", include("apps.graphs.urls")),
+    path("editor/", include("apps.inspector.urls")),
     path("api/graphs", graphs_api.graphs, name="api-graphs"),
     path("api/graphs/<int:pk>", graphs_api.graph_detail, name="api-graph"),
     path("api/runs", runs_api.runs, name="api-runs"),

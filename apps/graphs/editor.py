@@ -4,7 +4,7 @@ its #editor partial from the same template); every POST applies one change and a
 from __future__ import annotations
 
 import json
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -26,8 +26,11 @@ def _tab(request: HttpRequest, tab_id: int) -> Tab:
     return get_visible(Tab.objects, request.user, tab_id)
 
 
+STATE_KEYS = ("node", "run", "view", "panel")  # selected node, inspected run, Inspector tab, collapsed
+
+
 def editor_url(tab: Tab | None, **state) -> str:
-    """The editor for a tab, keeping the page state that matters (selected node, inspected run)."""
+    """The editor for a tab, keeping the page state (see STATE_KEYS)."""
     base = reverse("editor-tab", args=[tab.pk]) if tab else reverse("editor")
     query = urlencode({k: v for k, v in state.items() if v})
     return f"{base}?{query}" if query else base
@@ -35,7 +38,7 @@ def editor_url(tab: Tab | None, **state) -> str:
 
 def back(request: HttpRequest, tab: Tab | None, **changes) -> HttpResponse:
     """303 to the editor with the state the form carried, changed as given."""
-    state = {"node": request.POST.get("_node", ""), "run": request.POST.get("_run", "")}
+    state = {k: v for k, v in parse_qsl(request.POST.get("_state", "")) if k in STATE_KEYS}
     state.update(changes)
     return redirect(editor_url(tab, **state), permanent=False) if tab else redirect("editor")
 

@@ -9,6 +9,8 @@ import codefyui
 from apps.runs import service
 from apps.runs.engine import available_devices, resolve_device
 from apps.runs.models import Run
+from apps.inspector.capture_state import RunView
+from apps.inspector.panel import TABS, Inspection
 from apps.runs.store import get_store
 from codefyui.access import visible_to
 
@@ -24,7 +26,7 @@ BADGES = {"running": "Running…", "completed": "Completed", "cached": "Cached",
 
 def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     prefs = Prefs.from_request(request)
-    run = _run(request, tab)
+    run = inspected_run(request, tab)
     context: dict[str, Any] = {
         "tab": tab, "tabs": visible_to(Tab.objects, request.user), "prefs": prefs,
         "run": run, "server": server_usage(), "devices": device_choices(prefs),
@@ -39,7 +41,8 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     selected = request.GET.get("node", "")
     if selected and not any(n["id"] == selected for n in doc["nodes"]):
         selected = ""
-    state = {"node": selected, "run": str(run.id) if run else ""}
+    state = page_state(request, selected, run)
+    view = state["view"] or "forward"
     query = request.GET.get("q", "")
     statuses = run.nodes if run else {}
     canvas = layout(doc, prefs.connection_style)
@@ -47,7 +50,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         card.status = statuses.get(card.id, {})
         card.badge = badge(card.status)
     context.update(
-        doc=doc, canvas=canvas, state=state, state_query=urlencode({k: v for k, v in state.items() if v}),
+        doc=doc, canvas=canvas, state=state, state_query=state_query(state),
         selected=node_panel(doc, selected) if selected else None,
         categories=palette.categories(prefs.category_mode),
         query=query, search=palette.quick_search(query) if "q" in request.GET else None,
@@ -55,7 +58,48 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         run_live=run is not None and not run.is_finished,
         kept_weights=service.kept_weights(f"tab-{tab.pk}"),
     )
+    if selected:
+        context["inspector"] = inspector(request, doc, selected, run, view)
     return context
+
+
+def run_view(run: Run | None) -> RunView | None:
+    if run is None:
+        return None
+    return RunView(finished=run.is_finished, recorded=bool(run.options.get("record", True)), nodes=run.nodes)
+
+
+def inspection(request, doc: dict[str, Any], node_id: str, run: Run | None) -> Inspection:
+    """The Inspector's view of a node, with the slices and windows the page asked for."""
+    slices, offsets = {}, {}
+    for key, value in request.GET.items():
+        numbers = [int(p) for p in value.split(",") if p.strip().lstrip("-").isdigit()]
+        if key.startswith("s.") and numbers:
+            slices[key[2:]] = numbers
+        elif key.startswith("o.") and len(numbers) == 2:
+            offsets[key[2:]] = (numbers[0], numbers[1])
+    return Inspection(doc=doc, node_id=node_id, run_id=str(run.id) if run else None, run=run_view(run),
+                      store=get_store(), record_now=document.run_settings(doc)["record_outputs"],
+                      slices=slices, offsets=offsets)
+
+
+def inspector(request, doc: dict[str, Any], node_id: str, run: Run | None, view: str) -> dict[str, Any]:
+    tab = TABS[view]
+    return {"tabs": list(TABS.values()), "current": tab, "template": tab.template,
+            **tab.context(inspection(request, doc, node_id, run))}
+
+
+def page_state(request, selected: str, run: Run | None) -> dict[str, str]:
+    """What the page carries from request to request: selected node, inspected run,
+    Inspector tab and whether the Inspector is collapsed (never stored: a reload resets it)."""
+    view = request.GET.get("view", "")
+    return {"node": selected, "run": str(run.id) if run else "",
+            "view": view if view in TABS and view != "forward" else "",
+            "panel": "collapsed" if request.GET.get("panel") == "collapsed" else ""}
+
+
+def state_query(state: dict[str, str]) -> str:
+    return urlencode({k: v for k, v in state.items() if v})
 
 
 def badge(status: dict[str, Any]) -> str:
@@ -65,7 +109,7 @@ def badge(status: dict[str, Any]) -> str:
     return BADGES.get(kind, "")
 
 
-def _run(request, tab: Tab | None) -> Run | None:
+def inspected_run(request, tab: Tab | None) -> Run | None:
     """The run the page inspects: named in the page's state (a reload starts without one)."""
     run_id = request.GET.get("run", "")
     if not run_id or tab is None:

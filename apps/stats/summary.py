@@ -12,7 +12,9 @@ bins from min to max, each [left, right) but the last [left, right]. float16 and
 are summarised in float32, integers in float64 (as numpy does).
 
 Speed (DESIGN.md, "Performance notes"). The data is walked in cache-sized chunks, so the
-always-exact figures and the moments cost one trip through memory. Quantiles and
+always-exact figures and the moments cost one trip through memory. The heavy passes are
+single-threaded numpy: faster here than torch's kernels for bincount and masked selects,
+and steady on a busy server, where torch's thread team stalls when cores are shared. Quantiles and
 histogram counts are order statistics found without a full sort: one pass counts the
 values in 32768 fine bins, which tells the bin holding each wanted rank and each
 histogram edge; a second pass gathers only those few bins' values, and only they are
@@ -95,11 +97,11 @@ def tensor_summary(tensor: torch.Tensor, *, threshold: int, sample_size: int, se
 def _numeric_summary(flat: torch.Tensor, *, threshold: int, sample_size: int, seed: int) -> dict:
     n = flat.numel()
     integer = flat.dtype in INTEGER_DTYPES
-    dtype = torch.float64 if integer or flat.dtype == torch.float64 else torch.float32
+    dtype = np.float64 if integer or flat.dtype == torch.float64 else np.float32
     sampled = n > threshold and sample_size < n
     positions = _sample_positions(n, sample_size, seed) if sampled else None
     scan = _scan(flat, dtype, keep=not sampled, sample_at=positions)
-    values = _sample_values(torch.cat(scan.sample).to(dtype)) if sampled else scan.values()
+    values = _sample_values(np.concatenate(scan.sample)) if sampled else scan.values()
     out = {
         "sampled": sampled, "sample_size": sample_size if sampled else None,
         "mean": _num(values.mean), "std": _num(values.std), "min": _num(scan.lo), "max": _num(scan.hi),
@@ -127,16 +129,16 @@ class _Moments:
     mean: float = 0.0
     m2: float = 0.0
 
-    def add(self, chunk: torch.Tensor, scratch: torch.Tensor, spread: float) -> None:
+    def add(self, chunk: np.ndarray, scratch: np.ndarray, spread: float) -> None:
         """``spread`` bounds how far any value lies from the mean (max - min will do)."""
-        k = chunk.numel()
+        k = chunk.size
         if not k:
             return
-        chunk_mean = float(chunk.sum(dtype=torch.float64)) / k
-        deviations = torch.sub(chunk, chunk_mean, out=scratch[:k])
-        if chunk.dtype == torch.float32 and spread > 1e18:
-            deviations = deviations.double()  # its square would overflow float32
-        chunk_m2 = float(deviations.square_().sum(dtype=torch.float64))
+        chunk_mean = float(torch.from_numpy(chunk).sum(dtype=torch.float64)) / k   # float64 accumulation
+        deviations = np.subtract(chunk, chunk.dtype.type(chunk_mean), out=scratch[:k])
+        if chunk.dtype == np.float32 and spread > 1e18:
+            deviations = deviations.astype(np.float64)  # its square would overflow float32
+        chunk_m2 = float(torch.from_numpy(np.square(deviations, out=deviations)).sum(dtype=torch.float64))
         total = self.n + k
         delta = chunk_mean - self.mean
         self.mean += delta * k / total
@@ -152,7 +154,7 @@ class _Moments:
 class _Values:
     """The finite values (in chunks) that mean, std, quantiles and histogram come from."""
 
-    chunks: list[torch.Tensor]
+    chunks: list[np.ndarray]
     n: int
     lo: float | None
     hi: float | None
@@ -169,9 +171,9 @@ class _Scan:
     zeros: int = 0
     lo: float | None = None   # finite minimum
     hi: float | None = None   # finite maximum
-    chunks: list[torch.Tensor] = field(default_factory=list)   # the finite values, when kept
+    chunks: list[np.ndarray] = field(default_factory=list)   # the finite values, when kept
     moments: _Moments = field(default_factory=_Moments)
-    sample: list[torch.Tensor] = field(default_factory=list)   # sampled raw elements, in order
+    sample: list[np.ndarray] = field(default_factory=list)   # sampled elements, in order
 
     def widen(self, lo: float, hi: float) -> None:
         self.lo = lo if self.lo is None else min(self.lo, lo)
@@ -182,25 +184,25 @@ class _Scan:
         return _Values(self.chunks, m.n, self.lo, self.hi, m.mean if m.n else None, m.std)
 
 
-def _scan(flat: torch.Tensor, dtype: torch.dtype, *, keep: bool, sample_at: torch.Tensor | None) -> _Scan:
+def _scan(flat: torch.Tensor, dtype: type, *, keep: bool, sample_at: np.ndarray | None) -> _Scan:
     """One pass in chunks: extremes, NaN/Inf/zero counts, the sample, and (``keep``) the finite values."""
     scan = _Scan()
-    scratch = torch.empty(min(CHUNK, flat.numel()), dtype=dtype)
+    scratch = np.empty(min(CHUNK, flat.numel()), dtype=dtype)
+    work_dtype = torch.float64 if dtype == np.float64 else torch.float32
     starts = range(0, flat.numel(), CHUNK)
     if sample_at is not None:
-        bounds = torch.searchsorted(sample_at, torch.tensor([*starts, flat.numel()])).tolist()
+        bounds = np.searchsorted(sample_at, [*starts, flat.numel()]).tolist()
     for step, start in enumerate(starts):
-        raw = flat[start:start + CHUNK]
-        scan.zeros += raw.numel() - int(torch.count_nonzero(raw))
+        chunk = flat[start:start + CHUNK].to(work_dtype).numpy()   # a view when already that dtype
+        scan.zeros += chunk.size - int(np.count_nonzero(chunk))
         if sample_at is not None:
-            scan.sample.append(raw[sample_at[bounds[step]:bounds[step + 1]] - start])
-        chunk = raw.to(dtype)
-        lo, hi = (float(x) for x in torch.aminmax(chunk))
+            scan.sample.append(chunk[sample_at[bounds[step]:bounds[step + 1]] - start])
+        lo, hi = (float(x) for x in torch.aminmax(torch.from_numpy(chunk)))
         if not (math.isfinite(lo) and math.isfinite(hi)):  # NaN or ±Inf somewhere in this chunk
             chunk = _drop_non_finite(chunk, scan)
-            if not chunk.numel():
+            if not chunk.size:
                 continue
-            lo, hi = (float(x) for x in torch.aminmax(chunk))
+            lo, hi = float(chunk.min()), float(chunk.max())
         scan.widen(lo, hi)
         if keep:
             scan.chunks.append(chunk)
@@ -208,32 +210,31 @@ def _scan(flat: torch.Tensor, dtype: torch.dtype, *, keep: bool, sample_at: torc
     return scan
 
 
-def _drop_non_finite(chunk: torch.Tensor, scan: _Scan) -> torch.Tensor:
-    finite = chunk[torch.isfinite(chunk)]
-    nan = int(torch.isnan(chunk).sum())
+def _drop_non_finite(chunk: np.ndarray, scan: _Scan) -> np.ndarray:
+    bad = np.flatnonzero(~np.isfinite(chunk))   # few, as a rule
+    nan = int(np.isnan(chunk[bad]).sum())
     scan.nan += nan
-    scan.inf += chunk.numel() - finite.numel() - nan
-    return finite
+    scan.inf += bad.size - nan
+    return np.delete(chunk, bad)
 
 
-def _sample_positions(n: int, size: int, seed: int) -> torch.Tensor:
+def _sample_positions(n: int, size: int, seed: int) -> np.ndarray:
     """``size`` sorted positions in [0, n): one drawn uniformly from each of ``size`` equal strata.
 
     Stratified rather than independent draws: just as random per element, a little more
     accurate, and sorted, so the scan picks the sample up from cache as it passes.
     """
-    generator = torch.Generator().manual_seed(seed)
-    strata = torch.arange(size, dtype=torch.float64) + torch.rand(size, dtype=torch.float64, generator=generator)
-    return (strata * (n / size)).long().clamp_(max=n - 1)
+    strata = np.arange(size) + np.random.default_rng(seed).random(size)
+    return np.minimum((strata * (n / size)).astype(np.int64), n - 1)
 
 
-def _sample_values(sample: torch.Tensor) -> _Values:
-    sample = sample[torch.isfinite(sample)]
-    if not sample.numel():
+def _sample_values(sample: np.ndarray) -> _Values:
+    sample = sample[np.isfinite(sample)]
+    if not sample.size:
         return _Values([], 0, None, None)
-    lo, hi = (float(x) for x in torch.aminmax(sample))
-    values = _Values(list(sample.split(CHUNK)), sample.numel(), lo, hi)
-    moments, scratch = _Moments(), torch.empty(min(CHUNK, sample.numel()), dtype=sample.dtype)
+    lo, hi = float(sample.min()), float(sample.max())
+    values = _Values([sample[i:i + CHUNK] for i in range(0, sample.size, CHUNK)], sample.size, lo, hi)
+    moments, scratch = _Moments(), np.empty(min(CHUNK, sample.size), dtype=sample.dtype)
     for chunk in values.chunks:
         moments.add(chunk, scratch, hi - lo)
     values.mean, values.std = moments.mean, moments.std
@@ -254,25 +255,24 @@ def _quantile_ranks(n: int) -> tuple[list[int], dict[str, tuple[int, int, float]
     return ranks, {name: (ranks.index(i), ranks.index(j), t) for name, (i, j, t) in lerps.items()}
 
 
-def _lerp(a: float, b: float, t: float, dtype: torch.dtype) -> float:
+def _lerp(a: float, b: float, t: float, dtype: type) -> float:
     """numpy's _lerp: the difference taken in the data's dtype, the rest in float64."""
     with np.errstate(over="ignore"):
-        diff = float(np.float32(b) - np.float32(a)) if dtype == torch.float32 else b - a
+        diff = float(dtype(b) - dtype(a))
     if not math.isfinite(diff):
         diff = b - a
     value = b - diff * (1 - t) if t >= 0.5 else a + diff * t
     return value if math.isfinite(value) else a * (1 - t) + b * t
 
 
-def _histogram_edges(lo: float, hi: float, dtype: torch.dtype) -> list[float]:
+def _histogram_edges(lo: float, hi: float, dtype: type) -> list[float]:
     """numpy's edges (a linspace from min to max, computed in the data's dtype); constant data: one bin."""
     if lo == hi:
         return [lo, hi]
-    np_dtype = np.float32 if dtype == torch.float32 else np.float64
     with np.errstate(over="ignore", invalid="ignore"):
-        edges = np.linspace(np_dtype(lo), np_dtype(hi), HISTOGRAM_BINS + 1)
+        edges = np.linspace(dtype(lo), dtype(hi), HISTOGRAM_BINS + 1)
         if not np.isfinite(edges).all():  # the span overflows: work on halves in float64
-            edges = (np.linspace(lo / 2, hi / 2, HISTOGRAM_BINS + 1) * 2).astype(np_dtype)
+            edges = (np.linspace(lo / 2, hi / 2, HISTOGRAM_BINS + 1) * 2).astype(dtype)
             edges[0], edges[-1] = lo, hi
     return edges.tolist()
 
@@ -291,24 +291,30 @@ class _FineBins:
 
     Monotone (x <= y gives bin(x) <= bin(y)) is all that correctness needs: every value in
     a lower bin is below every value in a higher one. Each step is one IEEE operation with
-    a fixed operand, so a value lands in the same bin in a big chunk or a small tensor.
+    a fixed operand, so a value lands in the same bin in a big chunk or a small array.
     """
 
-    def __init__(self, lo: float, hi: float, dtype: torch.dtype):
-        finfo = torch.finfo(dtype)
+    def __init__(self, lo: float, hi: float, dtype: type):
+        finfo = np.finfo(dtype)
         span = hi - lo                    # a Python float: never overflows for float32 data
         self.halve = span > finfo.max     # x - lo would overflow the dtype: work on halves
         if self.halve:
             lo, span = lo / 2, span / 2
-        self.lo = torch.tensor(lo, dtype=dtype)
-        self.scale = torch.tensor(min(FINE_BINS / span, finfo.max), dtype=dtype)
+        self.lo = dtype(lo)
+        self.scale = dtype(min(FINE_BINS / span, finfo.max))
+        self.dtype = dtype
+        self._position = np.empty(CHUNK, dtype=dtype)
+        self._index = np.empty(CHUNK, dtype=np.int32)   # int32: converts from floats fastest
 
-    def index(self, values: torch.Tensor, scratch: torch.Tensor | None = None) -> torch.Tensor:
-        if self.halve:
-            values = values * 0.5
-        out = scratch[:values.numel()] if scratch is not None else None
-        position = torch.sub(values, self.lo, out=out).mul_(self.scale)
-        return position.to(torch.int64).clamp_(0, FINE_BINS - 1)
+    def index(self, values: np.ndarray) -> np.ndarray:
+        """Bin numbers (into a reused buffer when the array fits it: use before the next call)."""
+        k = values.size
+        position = self._position[:k] if k <= CHUNK else np.empty(k, self.dtype)
+        index = self._index[:k] if k <= CHUNK else np.empty(k, np.int32)
+        np.subtract(values * self.dtype(0.5) if self.halve else values, self.lo, out=position)
+        np.multiply(position, self.scale, out=position)
+        np.copyto(index, position, casting="unsafe")   # truncates: positions are >= 0
+        return np.minimum(index, FINE_BINS - 1, out=index)
 
 
 def _order_statistics(values: _Values, ranks: list[int], thresholds: list[float]) -> tuple[list[float], list[int]]:
@@ -316,36 +322,33 @@ def _order_statistics(values: _Values, ranks: list[int], thresholds: list[float]
     if values.lo == values.hi:
         return [values.lo] * len(ranks), [0 if t <= values.lo else values.n for t in thresholds]
     if values.n <= SORT_AT_MOST:
-        return _by_sorting(torch.cat(values.chunks), ranks, thresholds)
-    dtype = values.chunks[0].dtype
+        return _by_sorting(np.concatenate(values.chunks), ranks, thresholds)
+    dtype = values.chunks[0].dtype.type
     bins = _FineBins(values.lo, values.hi, dtype)
-    scratch = torch.empty(CHUNK, dtype=dtype)
 
     # Pass 1: how many values each fine bin holds, hence the bin of every wanted rank.
-    counts = torch.zeros(FINE_BINS, dtype=torch.int64)
+    counts = np.zeros(FINE_BINS, dtype=np.int64)
     for chunk in values.chunks:
-        counts += torch.bincount(bins.index(chunk, scratch), minlength=FINE_BINS)
-    ends = counts.cumsum(0)
-    rank_bins = torch.searchsorted(ends, torch.tensor(ranks), right=True).tolist()
+        counts += np.bincount(bins.index(chunk), minlength=FINE_BINS)
+    ends = np.cumsum(counts)
+    rank_bins = np.searchsorted(ends, ranks, side="right").tolist()
     inside = [t for t in thresholds if values.lo < t <= values.hi]
-    threshold_bins = dict(zip(inside, bins.index(torch.tensor(inside, dtype=dtype)).tolist()))
+    threshold_bins = dict(zip(inside, bins.index(np.array(inside, dtype=dtype)).tolist()))
     wanted = sorted(set(rank_bins) | set(threshold_bins.values()))
     sizes = dict(zip(wanted, counts[wanted].tolist()))
     starts = dict(zip(wanted, (ends[wanted] - counts[wanted]).tolist()))
-    if max(sizes.values()) == values.n:   # one bin holds everything (tiny spans): just sort
-        return _by_sorting(torch.cat(values.chunks), ranks, thresholds)
+    if max(sizes.values()) == values.n:   # one bin holds everything (a tiny span): just sort
+        return _by_sorting(np.concatenate(values.chunks), ranks, thresholds)
 
     # Pass 2: only the wanted bins' values. Small bins are sorted together (bins follow
     # each other in value order); a crowded bin is split again on its own.
-    gathered, gathered_bins = _gather_bins(values.chunks, bins, wanted, scratch)
+    gathered, gathered_bins = _gather_bins(values.chunks, bins, wanted)
     small = [b for b in wanted if sizes[b] <= SORT_AT_MOST]
     crowded = {b: _split_again(gathered[gathered_bins == b],
                                [r - starts[b] for r, rb in zip(ranks, rank_bins) if rb == b],
                                [t for t, tb in threshold_bins.items() if tb == b])
                for b in wanted if sizes[b] > SORT_AT_MOST}
-    is_small = torch.zeros(FINE_BINS, dtype=torch.bool)
-    is_small[small] = True
-    ordered = gathered[is_small[gathered_bins]].sort().values
+    ordered = np.sort(gathered[np.isin(gathered_bins, small)])
     offsets = dict(zip(small, np.cumsum([0] + [sizes[b] for b in small]).tolist()))
 
     at_rank = []
@@ -354,7 +357,7 @@ def _order_statistics(values: _Values, ranks: list[int], thresholds: list[float]
         at_rank.append(crowded[b][0][local] if b in crowded else float(ordered[offsets[b] + local]))
     # Below a threshold in bin b: all values of lower bins, plus those of bin b under it.
     small_thresholds = [t for t, b in threshold_bins.items() if b not in crowded]
-    under = torch.searchsorted(ordered, torch.tensor(small_thresholds, dtype=dtype)).tolist()
+    under = np.searchsorted(ordered, np.array(small_thresholds, dtype=dtype)).tolist()
     below_small = {t: starts[threshold_bins[t]] + u - offsets[threshold_bins[t]] for t, u in zip(small_thresholds, under)}
     below = []
     for t in thresholds:
@@ -368,32 +371,31 @@ def _order_statistics(values: _Values, ranks: list[int], thresholds: list[float]
     return at_rank, below
 
 
-def _gather_bins(chunks: list[torch.Tensor], bins: _FineBins, wanted: list[int],
-                 scratch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _gather_bins(chunks: list[np.ndarray], bins: _FineBins, wanted: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """The values lying in the wanted fine bins, and their bin numbers."""
-    lookup = torch.zeros(FINE_BINS, dtype=torch.bool)
+    lookup = np.zeros(FINE_BINS, dtype=bool)
     lookup[wanted] = True
     values, numbers = [], []
     for chunk in chunks:
-        index = bins.index(chunk, scratch)
-        hit = lookup[index]
+        index = bins.index(chunk)
+        hit = lookup.take(index)
         values.append(chunk[hit])
         numbers.append(index[hit])
-    return torch.cat(values), torch.cat(numbers)
+    return np.concatenate(values), np.concatenate(numbers)
 
 
-def _split_again(sub: torch.Tensor, ranks: list[int], thresholds: list[float]) -> tuple[dict, dict]:
+def _split_again(sub: np.ndarray, ranks: list[int], thresholds: list[float]) -> tuple[dict, dict]:
     """Order statistics inside one crowded fine bin, by the same method on its values alone."""
-    lo, hi = (float(x) for x in torch.aminmax(sub))
-    at_rank, below = _order_statistics(_Values(list(sub.split(CHUNK)), sub.numel(), lo, hi), ranks, thresholds)
+    chunks = [sub[i:i + CHUNK] for i in range(0, sub.size, CHUNK)]
+    at_rank, below = _order_statistics(_Values(chunks, sub.size, float(sub.min()), float(sub.max())),
+                                       ranks, thresholds)
     return dict(zip(ranks, at_rank)), dict(zip(thresholds, below))
 
 
-def _by_sorting(values: torch.Tensor, ranks: list[int], thresholds: list[float]) -> tuple[list[float], list[int]]:
-    ordered = values.sort().values
-    at_rank = ordered[ranks].tolist()
-    below = torch.searchsorted(ordered, torch.tensor(thresholds, dtype=values.dtype)).tolist()
-    return at_rank, below
+def _by_sorting(values: np.ndarray, ranks: list[int], thresholds: list[float]) -> tuple[list[float], list[int]]:
+    ordered = np.sort(values)
+    below = np.searchsorted(ordered, np.array(thresholds, dtype=values.dtype)).tolist()
+    return ordered[ranks].tolist(), below
 
 
 # ------------------------------------------------------------ integer class balance

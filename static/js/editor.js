@@ -9,12 +9,10 @@
 
   function editor() { return document.getElementById("editor"); }
   function tabId() { return editor() && editor().dataset.tab; }
-  function state() { return new URLSearchParams((editor() && editor().dataset.state) || ""); }
   function csrf() { var t = document.querySelector("[name=csrfmiddlewaretoken]"); return t ? t.value : ""; }
 
   function post(path, values) {
-    var s = state();
-    values = Object.assign({ csrfmiddlewaretoken: csrf(), _node: s.get("node") || "", _run: s.get("run") || "" }, values);
+    values = Object.assign({ csrfmiddlewaretoken: csrf(), _state: editor().dataset.state || "" }, values);
     return htmx.ajax("POST", "/editor/" + tabId() + "/" + path, { target: "#editor", swap: "outerHTML", values: values });
   }
 
@@ -156,4 +154,16 @@
   }, { passive: false });
   function applyZoom() { var c = document.getElementById("canvas"); if (c) c.style.transform = "scale(" + zoom + ")"; }
   document.addEventListener("htmx:afterSwap", applyZoom);
+
+  // -- pushed progress: tell waiting Inspector rows their node (or the run) finished --------
+  var FINISHED = /badge-(completed|cached|error|skipped)/;
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    var el = event.target;  // the element swapped in (detail.target is the one it replaced)
+    if (!el || !el.id) return;
+    if (el.id.indexOf("badge-") === 0 && FINISHED.test(el.className)) {
+      htmx.trigger(document.body, "node-finished", { node: el.id.slice(6) });
+    } else if (el.id === "run-status" && /status-(succeeded|failed|cancelled)/.test(el.className)) {
+      htmx.trigger(document.body, "run-finished", {});
+    }
+  });
 })();

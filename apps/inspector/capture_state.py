@@ -1,0 +1,82 @@
+"""What one Inspector row shows: a captured value, or exactly one of the seed's messages.
+
+``row_state`` is the only place that decides it, for the Forward, Steps and Backward tabs,
+Node details and segments alike. It is pure: callers pass what they know (the run, the
+producing node's status in it, the store's answer, the Record settings) and render the
+result.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+NOTHING_CAPTURED = "Nothing captured yet"
+WAITING = "Waiting for this node to run…"
+RUNNING = "Node is running…"
+GRAPH_RUNNING = "Graph is running…"
+EXPIRED = "Run data expired — re-run to capture"
+UNREACHABLE = "The worker that holds this run's recorded outputs cannot be reached now"
+TURN_RECORD_ON = "Recording was off for this run: turn on Record node outputs (Settings → Recording & Inspection) and run again"
+RUN_TO_CAPTURE = "Run the graph to capture its values"
+NO_VALUE = "No value this run"
+NOT_IN_RUN = "Not in the last run"
+FAILED = "Failed in the last run"
+FROM_BLOCK = "From the block's input"
+
+# What the store answered for a port.
+MISSING = object()        # the store holds nothing for it
+UNREACHABLE_STORE = object()  # the store that holds it cannot be reached now
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What a row needs to know of the run the tab reads."""
+
+    finished: bool
+    recorded: bool                  # Record node outputs was on for this run
+    nodes: dict[str, dict[str, Any]]  # node id -> {"status": ...}
+
+
+@dataclass(frozen=True)
+class RowState:
+    message: str | None = None      # None: show the value
+    value: Any = None
+    waiting: bool = False           # the row fills in by itself when its producer finishes
+
+    @property
+    def has_value(self) -> bool:
+        return self.message is None
+
+
+def row_state(run: RunView | None, producer: str | None, lookup: Any, *, record_now: bool,
+              backward: bool = False, from_block: bool = False) -> RowState:
+    """The state of one row.
+
+    ``producer`` is the node whose output the row shows (for an input, the upstream node);
+    ``lookup`` is the captured value, MISSING or UNREACHABLE_STORE.
+    """
+    if run is None:
+        return RowState(NOTHING_CAPTURED)
+    if backward and not run.finished:
+        return RowState(GRAPH_RUNNING, waiting=True)
+    if from_block:
+        return RowState(FROM_BLOCK)
+    status = run.nodes.get(producer, {}).get("status") if producer else None
+    if status == "error":
+        return RowState(FAILED)
+    if not run.finished:
+        if status in (None, "queued"):
+            return RowState(WAITING, waiting=True)
+        if status == "running":
+            return RowState(RUNNING, waiting=True)
+    elif status in (None, "skipped"):
+        return RowState(NOT_IN_RUN)
+    if not run.recorded:
+        return RowState(RUN_TO_CAPTURE if record_now else TURN_RECORD_ON)
+    if lookup is UNREACHABLE_STORE:
+        return RowState(UNREACHABLE)
+    if lookup is MISSING:
+        return RowState(EXPIRED)
+    if lookup is None:
+        return RowState(NO_VALUE)
+    return RowState(value=lookup)

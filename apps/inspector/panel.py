@@ -1,0 +1,164 @@
+"""The Inspector's rows and tabs for one node of one run.
+
+A tab is a small class: a title, a template and ``context()`` (in the spirit of
+django-debug-toolbar's panels). Rows read captures only through the store interface and
+take their message from ``capture_state.row_state``.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from apps.graphs import document, edits
+from apps.graphs.nodes.base import PORT_COLOURS
+from apps.runs.store import CaptureStore, StoreUnreachable
+
+from . import capture_state as cs
+from .values import shape_text, view
+
+
+@dataclass
+class Inspection:
+    """What the panel inspects: a node of a tab's document, in a run, through a store."""
+
+    doc: dict[str, Any]
+    node_id: str
+    run_id: str | None
+    run: cs.RunView | None
+    store: CaptureStore
+    record_now: bool
+    slices: dict[str, list[int]] = field(default_factory=dict)      # row key -> leading indices
+    offsets: dict[str, tuple[int, int]] = field(default_factory=dict)  # row key -> (row, col) of the window
+
+    def lookup(self, producer: str, port: str) -> Any:
+        if self.run_id is None:
+            return cs.MISSING
+        try:
+            capture = self.store.get(self.run_id, producer, port)
+        except StoreUnreachable:
+            return cs.UNREACHABLE_STORE
+        return cs.MISSING if capture is None else capture.value
+
+
+@dataclass
+class Row:
+    key: str            # "in.<edge id>" or "out.<port>": names the row in URLs
+    side: str           # in | out
+    label: str
+    type: str
+    producer: str
+    port: str
+    state: cs.RowState
+    view: Any = None
+
+    @property
+    def colour(self) -> str:
+        return PORT_COLOURS.get(self.type.upper(), PORT_COLOURS["ANY"])
+
+
+def forward_rows(ins: Inspection) -> tuple[list[Row], list[Row], str]:
+    """Inputs above outputs, and the divider's chip (a shape change) if any."""
+    doc, node = ins.doc, edits.find_node(ins.doc, ins.node_id)
+    cls = edits.node_class(node)
+    labels = {n["id"]: document.node_label(n) for n in doc["nodes"]}
+    inputs = []
+    for e in doc["edges"]:
+        if e["target"] != ins.node_id or document.is_trigger(e):
+            continue
+        source = next(n for n in doc["nodes"] if n["id"] == e["source"])
+        src_cls = edits.node_class(source)
+        out_type = next((p.type for p in src_cls.output_ports(edits._params(source)) if p.name == e["sourceHandle"]), "ANY") if src_cls else "ANY"
+        inputs.append(_row(ins, f"in.{e['id']}", "in", f"{labels[e['source']]}.{e['sourceHandle']}", out_type,
+                           e["source"], e["sourceHandle"]))
+    outputs = [] if cls is None else [
+        _row(ins, f"out.{p.name}", "out", p.name, p.type, ins.node_id, p.name)
+        for p in cls.output_ports(edits._params(node)) if p.type != "TRIGGER"]
+    chip, compare = "", None
+    if len(inputs) == 1 and len(outputs) == 1:
+        a, b = inputs[0].state.value, outputs[0].state.value
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            if a.shape == b.shape:  # heat: colour what changed, in the slice shown
+                compare = a
+            else:
+                chip = f"{shape_text(a.shape)} → {shape_text(b.shape)}"
+    for row in inputs + outputs:
+        if row.state.has_value:
+            row.view = _view(ins, row, compare if row.side == "out" else None)
+    return inputs, outputs, chip
+
+
+def _row(ins: Inspection, key: str, side: str, label: str, type_: str, producer: str, port: str) -> Row:
+    state = cs.row_state(ins.run, producer, ins.lookup(producer, port), record_now=ins.record_now)
+    return Row(key, side, label, type_, producer, port, state)
+
+
+def _view(ins: Inspection, row: Row, compare: torch.Tensor | None = None):
+    return view(row.state.value, ins.slices.get(row.key), ins.offsets.get(row.key, (0, 0)), compare)
+
+
+def find_row(ins: Inspection, key: str) -> tuple[Row | None, str]:
+    inputs, outputs, chip = forward_rows(ins)
+    return next((r for r in inputs + outputs if r.key == key), None), chip
+
+
+# -- tabs ---------------------------------------------------------------------------------
+
+class InspectorTab(ABC):
+    slug: str
+    title: str
+    template: str
+
+    @abstractmethod
+    def context(self, ins: Inspection) -> dict[str, Any]:
+        """What the tab's template lays out."""
+
+
+class Forward(InspectorTab):
+    slug, title, template = "forward", "Forward", "inspector/_forward.html"
+
+    def context(self, ins):
+        inputs, outputs, chip = forward_rows(ins)
+        return {"inputs": inputs, "outputs": outputs, "chip": chip}
+
+
+class Steps(InspectorTab):
+    slug, title, template = "steps", "Steps", "inspector/_steps.html"
+
+    def context(self, ins):
+        state = _recorded_extra(ins, "__steps__", backward=False)
+        steps = []
+        if state.has_value:
+            for i, step in enumerate(state.value):
+                steps.append({"number": i + 1, "name": step["name"], "description": step.get("description", ""),
+                              "scalars": step.get("scalars", {}),
+                              "tensors": [(k, view(v)) for k, v in step.get("tensors", {}).items()]})
+        return {"state": state, "steps": steps}
+
+
+class Backward(InspectorTab):
+    slug, title, template = "backward", "Backward", "inspector/_backward.html"
+
+    def context(self, ins):
+        return {"state": _recorded_extra(ins, "__grads__", backward=True), "grads": []}
+
+
+def _recorded_extra(ins: Inspection, port: str, backward: bool) -> cs.RowState:
+    """Steps and gradients are extra captures: a run the store still holds without them
+    simply recorded none (the tab's own empty state), rather than expired."""
+    lookup = ins.lookup(ins.node_id, port)
+    if lookup is cs.MISSING and ins.run_id and _holds(ins):
+        lookup = []
+    return cs.row_state(ins.run, ins.node_id, lookup, record_now=ins.record_now, backward=backward)
+
+
+def _holds(ins: Inspection) -> bool:
+    try:
+        return ins.store.has_run(ins.run_id)
+    except StoreUnreachable:
+        return False
+
+
+TABS: dict[str, InspectorTab] = {t.slug: t for t in (Forward(), Steps(), Backward())}

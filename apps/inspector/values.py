@@ -1,0 +1,158 @@
+"""How a captured value looks in the Inspector: tensors as a meta line and a bounded value
+grid (heat-coloured against a same-shaped input when asked), other values as plain text.
+The grid is built here as HTML in one pass: it is the hot path of the Inspector."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+WINDOW = 32          # rows and columns of a 2-D slice shown at once
+TEXT_LIMIT = 4000
+
+
+def fmt(v: Any) -> str:
+    """Reference §7: null ·, integers plain, tiny numbers in e-notation, else 4 decimals."""
+    if v is None:
+        return "·"
+    if isinstance(v, bool):
+        return "T" if v else "F"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "Infinity" if v > 0 else "-Infinity"
+        if v.is_integer() and abs(v) < 1e15:
+            return str(int(v))
+        if abs(v) < 1e-3:
+            return f"{v:.2e}"
+        return f"{v:.4f}".rstrip("0").rstrip(".") if abs(v) < 1e15 else f"{v:.4e}"
+    return str(v)
+
+
+def shape_text(shape) -> str:
+    return "[" + ", ".join(str(int(s)) for s in shape) + "]"
+
+
+@dataclass
+class TensorView:
+    shape: list[int]
+    dtype: str
+    stats: str                      # "min X · max Y · mean Z"
+    grid: SafeString
+    selectors: list[dict[str, Any]] = field(default_factory=list)  # one per leading dim: {dim, size, chosen}
+    index: list[int] = field(default_factory=list)
+    window: dict[str, Any] = field(default_factory=dict)   # rows/cols shown and hidden, paging offsets
+    heat: bool = False
+
+    kind = "tensor"
+
+    @property
+    def shape_text(self) -> str:
+        return shape_text(self.shape)
+
+
+@dataclass
+class PlainView:
+    kind: str                       # model | scalar | string | list | other
+    text: str
+    meta: str
+
+
+def view(value: Any, index: list[int] | None = None, offset: tuple[int, int] = (0, 0),
+         compare: torch.Tensor | None = None):
+    if isinstance(value, torch.Tensor):
+        return tensor_view(value, index or [], offset, compare)
+    if isinstance(value, torch.nn.Module):
+        params = sum(p.numel() for p in value.parameters())
+        return PlainView("model", f"{type(value).__name__} · params {params:,}", "model")
+    if isinstance(value, (bool, int, float)):
+        return PlainView("scalar", fmt(value), type(value).__name__)
+    if isinstance(value, str):
+        return PlainView("string", value[:TEXT_LIMIT], f"string · {len(value)} characters")
+    if isinstance(value, (list, tuple)):
+        return PlainView("list", repr(value)[:TEXT_LIMIT], f"{type(value).__name__} · length {len(value)}")
+    return PlainView("other", repr(value)[:TEXT_LIMIT], type(value).__name__)
+
+
+def tensor_view(t: torch.Tensor, index: list[int], offset: tuple[int, int],
+                compare: torch.Tensor | None) -> TensorView:
+    """The 2-D slice chosen by ``index`` (one entry per leading dim), a window of it from
+    ``offset``, heat-coloured against ``compare`` (same shape) when given."""
+    t = t.detach()
+    shape = list(t.shape)
+    lead = max(0, len(shape) - 2)
+    empty = t.numel() == 0
+    index = [] if empty else [min(max(0, i), shape[d] - 1) for d, i in enumerate((index + [0] * lead)[:lead])]
+    plane = t[tuple(index)] if index else t
+    other = None if compare is None else (compare.detach()[tuple(index)] if index else compare.detach())
+    rows, cols = (1, 1) if plane.dim() == 0 else (1, plane.shape[0]) if plane.dim() == 1 else tuple(plane.shape)
+    r0, c0 = min(max(0, offset[0]), max(0, rows - 1)), min(max(0, offset[1]), max(0, cols - 1))
+    r1, c1 = min(rows, r0 + WINDOW), min(cols, c0 + WINDOW)
+    cells = [] if empty else _window(plane, r0, r1, c0, c1)
+    heat = None if other is None or empty else _window(other, r0, r1, c0, c1)
+    return TensorView(
+        shape=shape, dtype=str(t.dtype).removeprefix("torch."), stats=_stats(t),
+        grid=_grid_html(cells, heat) if cells else mark_safe('<p class="hint">(empty tensor)</p>'),
+        selectors=[] if empty else [{"dim": d, "size": shape[d], "chosen": index[d],
+                                     "options": range(shape[d]) if shape[d] <= 64 else None} for d in range(lead)],
+        index=index,
+        window={"rows": rows, "cols": cols, "r0": r0, "r1": r1, "c0": c0, "c1": c1,
+                "clipped": not empty and (rows > r1 - r0 or cols > c1 - c0),
+                "prev_r": max(0, r0 - WINDOW) if r0 else None, "next_r": r1 if r1 < rows else None,
+                "prev_c": max(0, c0 - WINDOW) if c0 else None, "next_c": c1 if c1 < cols else None},
+        heat=heat is not None)
+
+
+def _window(plane: torch.Tensor, r0: int, r1: int, c0: int, c1: int) -> list[list[Any]]:
+    if plane.dim() == 0:
+        return [[plane.item()]]
+    if plane.dim() == 1:
+        return [plane[c0:c1].tolist()]
+    return plane[r0:r1, c0:c1].tolist()
+
+
+def _stats(t: torch.Tensor) -> str:
+    if t.numel() == 0 or t.dtype == torch.bool or t.is_complex():
+        return ""
+    finite = t[torch.isfinite(t)] if t.is_floating_point() else t
+    if finite.numel() == 0:
+        return "no finite values"
+    lo, hi = torch.aminmax(finite)
+    parts = [f"min {fmt(lo.item())}", f"max {fmt(hi.item())}"]
+    if t.is_floating_point():
+        parts.append(f"mean {fmt(finite.mean(dtype=torch.float64).item())}")
+    return " · ".join(parts)
+
+
+def heat_alpha(a: Any, b: Any) -> float:
+    """Relative change from input a to output b, as the cell's colour strength (reference §7)."""
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or isinstance(a, bool):
+        return 0.0
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return 0.0
+    change = min(1.0, abs(a - b) / max(abs(a), abs(b), 1e-6))
+    return min(0.75, change)
+
+
+def _grid_html(cells: list[list[Any]], before: list[list[Any]] | None) -> SafeString:
+    out = ['<table class="grid"><tbody>']
+    for r, row in enumerate(cells):
+        out.append("<tr>")
+        for c, v in enumerate(row):
+            text = fmt(v) if not isinstance(v, str) else escape(v)
+            alpha = heat_alpha(before[r][c], v) if before is not None else 0.0
+            if alpha > 0:
+                out.append(f'<td class="changed" style="background:rgba(6,182,212,{alpha:.2f})" '
+                           f'title="changed by {alpha * 100:.0f}%">{text}</td>')
+            else:
+                out.append(f"<td>{text}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table>")
+    return mark_safe("".join(out))
