@@ -20,4 +20,5 @@ urlpatterns = [
     path("api/runs/<str:run_id>", runs_api.run_detail, name="api-run"),
     path("api/runs/<str:run_id>/cancel", runs_api.run_cancel, name="api-run-cancel"),
     path("api/health", runs_api.health, name="api-health"),
+    path("api/execution/outputs/", include("apps.inspector.api_urls")),
 ]

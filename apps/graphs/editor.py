@@ -40,6 +40,9 @@ def back(request: HttpRequest, tab: Tab | None, **changes) -> HttpResponse:
     """303 to the editor with the state the form carried, changed as given."""
     state = {k: v for k, v in parse_qsl(request.POST.get("_state", "")) if k in STATE_KEYS}
     state.update(changes)
+    if tab and request.POST.get("_details") and state.get("node"):  # the form sat in Node details
+        details = reverse("node-details", args=[tab.pk, state.pop("node")])
+        return redirect(f"{details}?{urlencode({k: v for k, v in state.items() if v})}")
     return redirect(editor_url(tab, **state), permanent=False) if tab else redirect("editor")
 
 

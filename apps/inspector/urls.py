@@ -1,7 +1,9 @@
 from django.urls import path
 
-from . import views
+from . import details, views
 
 urlpatterns = [
+    path("<int:tab_id>/details/<str:node_id>/", details.node_details, name="node-details"),
+    path("<int:tab_id>/edges/<str:edge_id>/", views.edge_summary, name="edge-summary"),
     path("<int:tab_id>/inspect/<str:node_id>/row", views.inspect_row, name="inspect-row"),
 ]

@@ -166,4 +166,99 @@
       htmx.trigger(document.body, "run-finished", {});
     }
   });
+
+  // -- Node details: a modal dialog over the editor ----------------------------------------
+  function dialog() { return document.getElementById("details-dialog"); }
+  function detailsUrl(node) {
+    var s = new URLSearchParams(editor().dataset.state || "");
+    var query = s.get("run") ? "?run=" + encodeURIComponent(s.get("run")) : "";
+    return "/editor/" + tabId() + "/details/" + encodeURIComponent(node) + "/" + query;
+  }
+  function openDetails(url) {
+    var d = dialog();
+    if (!d) { window.location = url; return; }
+    htmx.ajax("GET", url, { target: "#details-dialog", swap: "innerHTML" }).then(function () {
+      if (!d.open) d.showModal();
+      enableRename();
+    });
+  }
+  function enableRename() {
+    var button = document.querySelector("#details .name-button"), form = document.querySelector("#details .rename-form");
+    if (!button || !form) return;
+    button.hidden = false; form.hidden = true;
+  }
+  document.addEventListener("htmx:afterSwap", function (event) { if (event.target.closest && event.target.closest("#details-dialog")) enableRename(); });
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest("a[data-details]");
+    if (link && dialog()) { event.preventDefault(); hideEdge(); openDetails(link.getAttribute("href")); return; }
+    var close = event.target.closest("#details-dialog a[data-close]");
+    if (close) { event.preventDefault(); dialog().close(); return; }
+    var name = event.target.closest("#details .name-button");
+    if (name) {
+      var form = document.querySelector("#details .rename-form");
+      name.hidden = true; form.hidden = false;
+      var input = form.querySelector("input[name=label]"); input.focus(); input.select();
+    }
+  });
+  document.addEventListener("dblclick", function (event) {
+    var card = event.target.closest(".card");
+    if (card && tabId()) { event.preventDefault(); openDetails(detailsUrl(card.dataset.node)); }
+  });
+  document.addEventListener("keydown", function (event) {
+    var d = dialog();
+    if (d && d.open) {
+      var typing = event.target.closest("input, textarea, select");
+      if (typing && event.key === "Escape" && event.target.name === "label") {  // cancel the rename
+        event.preventDefault(); enableRename(); return;
+      }
+      if (typing) return;
+      var step = event.key === "ArrowLeft" ? "previous" : event.key === "ArrowRight" ? "next" : null;
+      var link = step && d.querySelector("a[data-step=" + step + "]");
+      if (link) { event.preventDefault(); link.click(); }
+      return;
+    }
+    if (event.key === "Enter" && tabId() && !event.target.closest("input, textarea, select, button, a")) {
+      var selected = document.querySelector(".card.selected");
+      if (selected) { event.preventDefault(); openDetails(detailsUrl(selected.dataset.node)); }
+    }
+    if (event.key === "Escape") { hideEdge(); hideMenu(); }
+  });
+  document.addEventListener("close", function (event) {
+    if (event.target === dialog()) {  // show what the dialog changed (a rename, new params)
+      htmx.ajax("GET", window.location.pathname + "?" + (editor().dataset.state || ""), { target: "#editor", swap: "outerHTML" });
+    }
+  }, true);
+
+  // -- right-click a node: Open details ------------------------------------------------------
+  var menuNode = null;
+  function hideMenu() { var m = document.getElementById("context-menu"); if (m) m.hidden = true; }
+  document.addEventListener("contextmenu", function (event) {
+    var card = event.target.closest(".card"), menu = document.getElementById("context-menu");
+    if (!card || !menu) return;
+    event.preventDefault();
+    menuNode = card.dataset.node;
+    menu.style.left = event.clientX + "px"; menu.style.top = event.clientY + "px";
+    menu.hidden = false;
+    menu.querySelector("button").focus();
+  });
+  document.addEventListener("click", function (event) {
+    if (event.target.closest("[data-open-details]")) { hideMenu(); openDetails(detailsUrl(menuNode)); }
+    else if (!event.target.closest("#context-menu")) hideMenu();
+  });
+
+  // -- click an edge after a run: what flowed through it -------------------------------------
+  function hideEdge() { var p = document.getElementById("edge-popover"); if (p) p.hidden = true; }
+  document.addEventListener("click", function (event) {
+    var path = event.target.closest && event.target.closest("path.edge:not(.trigger)");
+    var popover = document.getElementById("edge-popover");
+    if (!path) { if (popover && !event.target.closest("#edge-popover")) hideEdge(); return; }
+    var s = new URLSearchParams(editor().dataset.state || "");
+    var url = "/editor/" + tabId() + "/edges/" + encodeURIComponent(path.dataset.edge) + "/" +
+              (s.get("run") ? "?run=" + encodeURIComponent(s.get("run")) : "");
+    popover.style.left = event.clientX + "px"; popover.style.top = event.clientY + "px";
+    htmx.ajax("GET", url, { target: "#edge-popover", swap: "innerHTML" }).then(function () { popover.hidden = false; });
+  });
+  document.addEventListener("click", function (event) {
+    if (event.target.closest("#edge-popover a[data-close]")) { event.preventDefault(); hideEdge(); }
+  });
 })();

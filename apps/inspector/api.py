@@ -1,0 +1,180 @@
+"""The outputs JSON API (CodefyUI-compatible): captured ports of a run, one value with an
+optional slice, and dropping a run's captures. Same permission rules as everything else: a
+run you may not see does not exist."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from django.http import Http404, HttpRequest, HttpResponse
+
+from apps.runs.models import Run
+from apps.runs.store import StoreUnreachable, get_store
+from codefyui.access import get_visible
+from codefyui.api import ApiError, api, json_response
+
+from .capture_state import UNREACHABLE
+
+DEFAULT_MAX_ELEMENTS, MAX_ELEMENTS_CAP = 4096, 1_000_000
+TEXT_LIMIT = 4000
+GONE = ("is no longer held by the server (evicted, deleted, or the server restarted). "
+        "Turn on Record node outputs (Settings → Recording & Inspection) and re-run the graph to capture port data.")
+
+
+def _run(request: HttpRequest, run_id: str) -> Run:
+    try:
+        return get_visible(Run.objects, request.user, run_id)
+    except Http404:
+        raise ApiError(404, f"run '{run_id}' not found") from None
+
+
+def _store_call(fn, *args):
+    try:
+        return fn(*args)
+    except StoreUnreachable:
+        raise ApiError(503, UNREACHABLE) from None
+
+
+@api("GET", "DELETE")
+def run_outputs(request: HttpRequest, run_id: str) -> HttpResponse:
+    run = _run(request, run_id)
+    store = get_store()
+    if request.method == "DELETE":
+        if not _store_call(store.drop_run, str(run.id)):
+            raise ApiError(404, f"run '{run_id}' {GONE}")
+        return json_response({"run_id": str(run.id), "deleted": True})
+    ports = _store_call(store.ports, str(run.id))
+    if ports is None:
+        raise ApiError(404, f"run '{run_id}' {GONE}")
+    listing = []
+    for node_id, port in ports:
+        capture = store.get(str(run.id), node_id, port)
+        value = capture.value if capture else None
+        listing.append({"node_id": node_id, "port": port, "type": _kind(value),
+                        "full_shape": list(value.shape) if isinstance(value, torch.Tensor) else None})
+    return json_response(listing)
+
+
+@api("GET")
+def port_value(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
+    return _value(request, run_id, node_id, port)
+
+
+@api("GET")
+def port_value_by_query(request: HttpRequest, run_id: str) -> HttpResponse:
+    """For node ids containing '/' (subgraph inner nodes): ?node_id=&port=."""
+    node_id, port = request.GET.get("node_id", ""), request.GET.get("port", "")
+    if not node_id or not port:
+        raise ApiError(400, "Send node_id and port as query parameters")
+    return _value(request, run_id, node_id, port)
+
+
+def _value(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
+    run = _run(request, run_id)
+    store = get_store()
+    if not _store_call(store.has_run, str(run.id)):
+        raise ApiError(404, f"run '{run_id}' {GONE}")
+    capture = _store_call(store.get, str(run.id), node_id, port)
+    if capture is None:
+        raise ApiError(404, f"port '{port}' of node '{node_id}' was not captured in run '{run_id}'. "
+                            "Turn on Record node outputs and re-run the graph to capture port data.")
+    if capture.value is None:
+        return HttpResponse(status=204)
+    body = payload(capture.value, request.GET.get("slice", ""), _max_elements(request))
+    return json_response({**body, "run_id": str(run.id), "node_id": node_id, "port": port})
+
+
+def _max_elements(request: HttpRequest) -> int:
+    raw = request.GET.get("max_elements", "")
+    if not raw:
+        return DEFAULT_MAX_ELEMENTS
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(400, f"max_elements must be a whole number, not {raw!r}") from None
+    if not 1 <= value <= MAX_ELEMENTS_CAP:
+        raise ApiError(400, f"max_elements must be between 1 and {MAX_ELEMENTS_CAP:,}")
+    return value
+
+
+def parse_slice(text: str) -> tuple[Any, ...]:
+    """'0,:,1:3' -> (0, slice(None), slice(1, 3)); one piece per leading dim."""
+    pieces = []
+    for piece in text.split(","):
+        piece = piece.strip()
+        try:
+            if ":" in piece:
+                parts = piece.split(":")
+                if len(parts) > 3:
+                    raise ValueError
+                numbers = [int(p) if p.strip() else None for p in parts]
+                pieces.append(slice(*numbers))
+            elif piece == "":
+                pieces.append(slice(None))
+            else:
+                pieces.append(int(piece))
+        except ValueError:
+            raise ApiError(400, f"invalid slice: {text!r}") from None
+    return tuple(pieces)
+
+
+def payload(value: Any, slice_text: str, max_elements: int) -> dict[str, Any]:
+    if isinstance(value, torch.Tensor):
+        return _tensor(value, slice_text, max_elements)
+    if slice_text:
+        raise ApiError(400, f"invalid slice: a {_kind(value)} value cannot be sliced")
+    if isinstance(value, torch.nn.Module):
+        params = sum(p.numel() for p in value.parameters())
+        trainable = sum(p.numel() for p in value.parameters() if p.requires_grad)
+        return {"type": "model", "class": type(value).__name__, "params": params, "trainable": trainable,
+                "repr": repr(value)[:TEXT_LIMIT]}
+    if isinstance(value, (bool, int, float)):
+        return {"type": "scalar", "value": value}
+    if isinstance(value, str):
+        return {"type": "string", "value": value[:TEXT_LIMIT]}
+    if isinstance(value, (list, tuple)):
+        body = {"type": "list", "length": len(value), "repr": repr(value)[:TEXT_LIMIT]}
+        if len(value) <= 1024 and all(isinstance(v, (bool, int, float, str)) or v is None for v in value):
+            body["values"] = list(value)
+        return body
+    return {"type": type(value).__name__, "repr": repr(value)[:TEXT_LIMIT]}
+
+
+def _tensor(t: torch.Tensor, slice_text: str, max_elements: int) -> dict[str, Any]:
+    t = t.detach().cpu()
+    part = t
+    if slice_text:
+        index = parse_slice(slice_text)
+        try:
+            part = t[index]
+        except (IndexError, TypeError, RuntimeError, ValueError) as exc:
+            raise ApiError(400, f"slice failed: {exc}") from None
+    if part.numel() > max_elements:
+        raise ApiError(413, f"output has {part.numel()} elements (max {max_elements}); supply a narrower 'slice' parameter")
+    body: dict[str, Any] = {"type": "tensor", "full_shape": list(t.shape), "dtype": str(t.dtype),
+                            "slice": slice_text or None, "sliced_shape": list(part.shape),
+                            "values": part.tolist(), "truncated": False}
+    if part.numel() and part.dtype != torch.bool and not part.is_complex():
+        finite = part[torch.isfinite(part)] if part.is_floating_point() else part
+        if finite.numel():
+            lo, hi = torch.aminmax(finite)
+            if part.is_floating_point():
+                body.update(min=round(lo.item(), 6), max=round(hi.item(), 6),
+                            mean=round(finite.mean(dtype=torch.float64).item(), 6))
+            else:
+                body.update(min=lo.item(), max=hi.item())
+    return body
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return "tensor"
+    if isinstance(value, torch.nn.Module):
+        return "model"
+    if isinstance(value, (bool, int, float)):
+        return "scalar"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    return "none" if value is None else type(value).__name__

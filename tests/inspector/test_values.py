@@ -1,0 +1,63 @@
+"""How values look: number format, bounded grids, slices, heat."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from apps.inspector.values import WINDOW, fmt, heat_alpha, view
+
+
+@pytest.mark.parametrize("value,text", [(None, "·"), (2.0, "2"), (7, "7"), (0.0001, "1.00e-04"), (2.123456, "2.1235"),
+                                        (float("nan"), "NaN"), (float("inf"), "Infinity"), (-float("inf"), "-Infinity"),
+                                        (True, "T"), (False, "F"), ("cat", "cat"), (0.5, "0.5")])
+def test_numbers_format_as_the_reference_says(value, text):
+    assert fmt(value) == text
+
+
+def test_a_tensor_shows_shape_dtype_and_min_max_mean():
+    """WK8: shape, dtype, min/max/mean and the values."""
+    v = view(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    assert v.shape_text == "[2, 2]" and v.dtype == "float32"
+    assert v.stats == "min 1 · max 4 · mean 2.5"
+    assert v.grid.count("<td>") == 4
+
+
+def test_rank_three_shows_one_slice_with_a_selector_per_leading_dim():
+    t = torch.arange(24.0).reshape(2, 3, 4)
+    v = view(t, index=[1])
+    assert [s["size"] for s in v.selectors] == [2] and v.index == [1]
+    assert "<td>12</td>" in v.grid and "<td>0</td>" not in v.grid
+
+
+def test_a_large_tensor_shows_a_bounded_window_and_says_what_is_hidden():
+    v = view(torch.zeros(1, 3, 224, 224))
+    assert v.grid.count("<td") == WINDOW * WINDOW
+    assert v.window["clipped"] and v.window["rows"] == 224 and v.window["next_r"] == WINDOW
+    assert v.window["next_c"] == WINDOW and v.window["prev_r"] is None
+
+
+def test_a_window_can_page_on():
+    v = view(torch.arange(100.0).reshape(1, 100), offset=(0, 96))
+    assert v.window["c0"] == 96 and v.window["c1"] == 100 and v.grid.count("<td") == 4
+
+
+def test_heat_colours_only_cells_that_changed():
+    """IN4: changed cells are heat-coloured by relative change."""
+    before = torch.tensor([1.0, 2.0, 3.0])
+    v = view(torch.tensor([1.0, 4.0, 3.0]), compare=before)
+    assert v.grid.count('class="changed"') == 1 and "rgba(6,182,212,0.50)" in v.grid
+    assert heat_alpha(0.0, 0.0) == 0.0 and heat_alpha(1.0, -1.0) == 0.75
+
+
+def test_non_finite_cells_and_stats_stay_readable():
+    v = view(torch.tensor([1.0, float("nan"), float("inf")]))
+    assert "<td>NaN</td>" in v.grid and "<td>Infinity</td>" in v.grid and v.stats == "min 1 · max 1 · mean 1"
+
+
+def test_other_values_have_plain_views():
+    assert view(torch.nn.Linear(2, 3)).text == "Linear · params 9"
+    assert view(3.5).text == "3.5" and view("hi").kind == "string" and view([1, 2]).meta == "list · length 2"
+
+
+def test_an_empty_tensor_says_so():
+    assert "(empty tensor)" in view(torch.zeros(0, 3)).grid
