@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 WINDOW = 32          # rows and columns of a 2-D slice shown at once
@@ -95,11 +94,11 @@ def tensor_view(t: torch.Tensor, index: list[int], offset: tuple[int, int],
     rows, cols = (1, 1) if plane.dim() == 0 else (1, plane.shape[0]) if plane.dim() == 1 else tuple(plane.shape)
     r0, c0 = min(max(0, offset[0]), max(0, rows - 1)), min(max(0, offset[1]), max(0, cols - 1))
     r1, c1 = min(rows, r0 + WINDOW), min(cols, c0 + WINDOW)
-    cells = [] if empty else _window(plane, r0, r1, c0, c1)
-    heat = None if other is None or empty else _window(other, r0, r1, c0, c1)
+    cells = None if empty else _window(plane, r0, r1, c0, c1)
+    heat = None if other is None or empty else heat_strength(_window(other, r0, r1, c0, c1), cells)
     return TensorView(
         shape=shape, dtype=str(t.dtype).removeprefix("torch."), stats=_stats(t),
-        grid=_grid_html(cells, heat) if cells else mark_safe('<p class="hint">(empty tensor)</p>'),
+        grid=mark_safe('<p class="hint">(empty tensor)</p>') if empty else _grid_html(cells, heat),
         selectors=[] if empty else [{"dim": d, "size": shape[d], "chosen": index[d],
                                      "options": range(shape[d]) if shape[d] <= 64 else None} for d in range(lead)],
         index=index,
@@ -110,49 +109,84 @@ def tensor_view(t: torch.Tensor, index: list[int], offset: tuple[int, int],
         heat=heat is not None)
 
 
-def _window(plane: torch.Tensor, r0: int, r1: int, c0: int, c1: int) -> list[list[Any]]:
+def _window(plane: torch.Tensor, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+    """The shown part of a slice, always 2-D."""
     if plane.dim() == 0:
-        return [[plane.item()]]
+        return plane.reshape(1, 1)
     if plane.dim() == 1:
-        return [plane[c0:c1].tolist()]
-    return plane[r0:r1, c0:c1].tolist()
+        return plane[c0:c1].unsqueeze(0)
+    return plane[r0:r1, c0:c1]
 
 
 def _stats(t: torch.Tensor) -> str:
+    """min · max · mean over the finite values (the common all-finite case needs no mask)."""
     if t.numel() == 0 or t.dtype == torch.bool or t.is_complex():
         return ""
-    finite = t[torch.isfinite(t)] if t.is_floating_point() else t
-    if finite.numel() == 0:
-        return "no finite values"
-    lo, hi = torch.aminmax(finite)
-    parts = [f"min {fmt(lo.item())}", f"max {fmt(hi.item())}"]
-    if t.is_floating_point():
-        parts.append(f"mean {fmt(finite.mean(dtype=torch.float64).item())}")
-    return " · ".join(parts)
+    lo, hi = torch.aminmax(t)
+    lo, hi = lo.item(), hi.item()
+    if not t.is_floating_point():
+        return f"min {fmt(lo)} · max {fmt(hi)}"
+    if math.isfinite(lo) and math.isfinite(hi):
+        mean = t.sum(dtype=torch.float64).item() / t.numel()
+    else:
+        finite = t[torch.isfinite(t)]
+        if finite.numel() == 0:
+            return "no finite values"
+        lo, hi = (v.item() for v in torch.aminmax(finite))
+        mean = finite.sum(dtype=torch.float64).item() / finite.numel()
+    return f"min {fmt(lo)} · max {fmt(hi)} · mean {fmt(mean)}"
 
 
 def heat_alpha(a: Any, b: Any) -> float:
     """Relative change from input a to output b, as the cell's colour strength (reference §7)."""
-    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or isinstance(a, bool):
-        return 0.0
-    if not (math.isfinite(a) and math.isfinite(b)):
-        return 0.0
-    change = min(1.0, abs(a - b) / max(abs(a), abs(b), 1e-6))
-    return min(0.75, change)
+    return heat_strength(torch.tensor([[float(a)]]), torch.tensor([[float(b)]]))[0][0]
 
 
-def _grid_html(cells: list[list[Any]], before: list[list[Any]] | None) -> SafeString:
+def heat_strength(before: torch.Tensor, after: torch.Tensor) -> list[list[float]]:
+    """min(0.75, min(1, |a − b| / max(|a|, |b|, 1e-6))) per cell; 0 where either is not a finite number."""
+    if before.dtype == torch.bool or after.dtype == torch.bool or before.is_complex() or after.is_complex():
+        return torch.zeros(after.shape).tolist()
+    a, b = before.double(), after.double()
+    scale = torch.maximum(torch.maximum(a.abs(), b.abs()), torch.tensor(1e-6, dtype=torch.float64))
+    change = ((a - b).abs() / scale).clamp(max=0.75)
+    return torch.where(torch.isfinite(change), change, torch.zeros_like(change)).tolist()
+
+
+def _formatter(t: torch.Tensor):
+    if t.dtype == torch.bool:
+        return lambda v: "T" if v else "F"
+    if not t.is_floating_point():
+        return str
+    return _fmt_float
+
+
+def _fmt_float(v: float) -> str:
+    if v != v:
+        return "NaN"
+    if v in (math.inf, -math.inf):
+        return "Infinity" if v > 0 else "-Infinity"
+    if v.is_integer() and -1e15 < v < 1e15:
+        return str(int(v))
+    if -1e-3 < v < 1e-3:
+        return f"{v:.2e}"
+    return f"{v:.4f}".rstrip("0").rstrip(".") if -1e15 < v < 1e15 else f"{v:.4e}"
+
+
+def _grid_html(cells: torch.Tensor, heat: list[list[float]] | None) -> SafeString:
+    """The window as a table, in one pass; changed cells carry a shade and a title."""
+    text = _formatter(cells)
     out = ['<table class="grid"><tbody>']
-    for r, row in enumerate(cells):
-        out.append("<tr>")
-        for c, v in enumerate(row):
-            text = fmt(v) if not isinstance(v, str) else escape(v)
-            alpha = heat_alpha(before[r][c], v) if before is not None else 0.0
+    for r, row in enumerate(cells.tolist()):
+        if heat is None:
+            out.append("<tr>" + "".join(f"<td>{text(v)}</td>" for v in row) + "</tr>")
+            continue
+        tds = []
+        for v, alpha in zip(row, heat[r]):
             if alpha > 0:
-                out.append(f'<td class="changed" style="background:rgba(6,182,212,{alpha:.2f})" '
-                           f'title="changed by {alpha * 100:.0f}%">{text}</td>')
+                tds.append(f'<td class="changed" style="background:rgba(6,182,212,{alpha:.2f})" '
+                           f'title="changed">{text(v)}</td>')
             else:
-                out.append(f"<td>{text}</td>")
-        out.append("</tr>")
+                tds.append(f"<td>{text(v)}</td>")
+        out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table>")
     return mark_safe("".join(out))

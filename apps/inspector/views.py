@@ -9,13 +9,28 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from apps.graphs import document
-from apps.graphs.editor_context import inspected_run, inspection, page_state, run_view, state_query
+from apps.graphs import document, edits
+from apps.graphs.editor_context import (inspected_run, inspection, inspector, page_state, run_view,
+                                        state_query)
 from apps.graphs.models import Tab
 from codefyui.access import get_visible
 
 from . import capture_state as cs
 from .panel import find_row
+
+
+@require_GET
+def inspect_panel(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    """The Inspector column alone (switching its tabs swaps only this)."""
+    tab = get_visible(Tab.objects, request.user, tab_id)
+    if not any(n["id"] == node_id for n in tab.document["nodes"]):
+        return HttpResponse('<p class="row-message" role="status">This node is no longer in the graph.</p>', status=404)
+    run = inspected_run(request, tab)
+    state = page_state(request, node_id, run)
+    return render(request, "inspector/_panel.html", {
+        "tab": tab, "state": state, "state_query": state_query(state),
+        "selected": {"label": document.node_label(edits.find_node(tab.document, node_id))},
+        "inspector": inspector(request, tab.document, node_id, run, state["view"] or "forward")})
 
 
 @require_GET
