@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import document
+from . import document, segments
 from .nodes.base import CATEGORY_COLOURS, PORT_COLOURS, Port, resolve
 
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
@@ -53,14 +53,34 @@ class EdgeView:
 
 
 @dataclass
+class BubbleView:
+    """A segment's light-orange bubble around its head-to-tail nodes."""
+
+    id: str
+    head: str
+    tail: str
+    x: float
+    y: float
+    w: float
+    h: float
+    head_badge: tuple[float, float]
+    tail_badge: tuple[float, float]
+    active: bool
+
+
+@dataclass
 class CanvasView:
     cards: list[CardView]
     edges: list[EdgeView]
     width: float
     height: float
+    bubbles: list[BubbleView] = field(default_factory=list)
 
 
-def layout(doc: dict[str, Any], style: str = "circuit") -> CanvasView:
+BUBBLE_PAD = 28
+
+
+def layout(doc: dict[str, Any], style: str = "circuit", active_segment: str = "") -> CanvasView:
     entries = {e["target"] for e in doc["edges"] if document.is_trigger(e)}
     cards = {n["id"]: _card(n, n["id"] in entries) for n in doc["nodes"]}
     edges = []
@@ -83,7 +103,20 @@ def layout(doc: dict[str, Any], style: str = "circuit") -> CanvasView:
                               f"{src.label}.{start.name} → {dst.label}" + ("" if document.is_trigger(e) else f".{e['targetHandle']}")))
     width = max((c.x + CARD_W for c in cards.values()), default=0) + MARGIN
     height = max((c.y + c.h for c in cards.values()), default=0) + MARGIN
-    return CanvasView(list(cards.values()), edges, max(width, 960), max(height, 560))
+    bubbles = [b for g in doc.get("segmentGroups", []) if (b := _bubble(doc, g, cards, active_segment))]
+    return CanvasView(list(cards.values()), edges, max(width, 960), max(height, 560), bubbles)
+
+
+def _bubble(doc: dict[str, Any], group: dict[str, Any], cards: dict[str, CardView], active: str) -> BubbleView | None:
+    members = segments.members_of(doc, group)
+    if not members:  # an end is gone or the path is broken: no bubble
+        return None
+    boxes = [cards[m] for m in members]
+    x0, y0 = min(c.x for c in boxes) - BUBBLE_PAD, min(c.y for c in boxes) - BUBBLE_PAD
+    x1, y1 = max(c.x + CARD_W for c in boxes) + BUBBLE_PAD, max(c.y + c.h for c in boxes) + BUBBLE_PAD
+    head, tail = cards[group["headNodeId"]], cards[group["tailNodeId"]]
+    return BubbleView(group["id"], head.label, tail.label, x0, y0, x1 - x0, y1 - y0,
+                      (head.x, head.y - 22), (tail.x + CARD_W - 40, tail.y + tail.h + 6), group["id"] == active)
 
 
 def _card(node: dict[str, Any], entry: bool) -> CardView:

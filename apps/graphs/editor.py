@@ -146,17 +146,18 @@ def workspace_export(request: HttpRequest) -> HttpResponse:
 
 # -- edits ----------------------------------------------------------------------------------
 
-def _edit(request: HttpRequest, tab_id: int, change, **state) -> HttpResponse:
-    """Apply one edit as one undo step; a refused edit says why and changes nothing."""
+def _edit(request: HttpRequest, tab_id: int, change, activate: bool = False, **state) -> HttpResponse:
+    """Apply one edit as one undo step; a refused edit says why and changes nothing.
+    ``activate``: the edit returns (document, segment id) and that segment becomes active."""
     tab = _tab(request, tab_id)
     try:
         new = change(tab.document)
-        new = new[0] if isinstance(new, tuple) else new
     except edits.EditError as exc:
         messages.error(request, str(exc))
         return back(request, tab)
-    tab.apply(new)
-    tab.save(update_fields=["document", "undo_stack", "redo_stack"])
+    new, active = (new if activate else (new[0] if isinstance(new, tuple) else new, None))
+    tab.apply(new, active)
+    tab.save(update_fields=Tab.HISTORY_FIELDS)
     return back(request, tab, **state)
 
 
@@ -178,7 +179,7 @@ def node_add(request: HttpRequest, tab_id: int) -> HttpResponse:
         messages.error(request, str(exc))
         return back(request, tab)
     tab.apply(doc)
-    tab.save(update_fields=["document", "undo_stack", "redo_stack"])
+    tab.save(update_fields=Tab.HISTORY_FIELDS)
     return back(request, tab, node=node_id)
 
 
@@ -248,7 +249,7 @@ def layout(request: HttpRequest, tab_id: int) -> HttpResponse:
 def undo(request: HttpRequest, tab_id: int) -> HttpResponse:
     tab = _tab(request, tab_id)
     if tab.undo():
-        tab.save(update_fields=["document", "undo_stack", "redo_stack"])
+        tab.save(update_fields=Tab.HISTORY_FIELDS)
     return back(request, tab)
 
 
@@ -256,8 +257,44 @@ def undo(request: HttpRequest, tab_id: int) -> HttpResponse:
 def redo(request: HttpRequest, tab_id: int) -> HttpResponse:
     tab = _tab(request, tab_id)
     if tab.redo():
-        tab.save(update_fields=["document", "undo_stack", "redo_stack"])
+        tab.save(update_fields=Tab.HISTORY_FIELDS)
     return back(request, tab)
+
+
+# -- segments -------------------------------------------------------------------------------
+
+@require_POST
+def segment_create(request: HttpRequest, tab_id: int) -> HttpResponse:
+    """Compare segment: exactly two selected nodes; the one further left is the head."""
+    chosen = [n for n in request.POST.getlist("node") if n]
+    if len(chosen) != 2 or chosen[0] == chosen[1]:
+        messages.error(request, "Create segment needs exactly two selected nodes.")
+        return back(request, _tab(request, tab_id))
+    return _edit(request, tab_id, lambda doc: edits.create_segment(doc, *chosen), activate=True, node="")
+
+
+@require_POST
+def segment_remove(request: HttpRequest, tab_id: int, segment_id: str) -> HttpResponse:
+    return _edit(request, tab_id, lambda doc: edits.remove_segment(doc, segment_id))
+
+
+@require_POST
+def segment_clear(request: HttpRequest, tab_id: int) -> HttpResponse:
+    """Clear active: remove the highlighted segment the Inspector is showing."""
+    tab = _tab(request, tab_id)
+    if not tab.active_segment:
+        return back(request, tab)
+    return _edit(request, tab_id, lambda doc: edits.remove_segment(doc, tab.active_segment))
+
+
+@require_POST
+def segment_activate(request: HttpRequest, tab_id: int, segment_id: str) -> HttpResponse:
+    """Make another bubble the one the Inspector shows (focus only: no undo step)."""
+    tab = _tab(request, tab_id)
+    if any(g["id"] == segment_id for g in tab.document.get("segmentGroups", [])):
+        tab.active_segment = segment_id
+        tab.save(update_fields=["active_segment"])
+    return back(request, tab, node="")
 
 
 # -- settings -------------------------------------------------------------------------------
@@ -282,7 +319,7 @@ def prefs(request: HttpRequest) -> HttpResponse:
     tab = get_visible(Tab.objects, request.user, tab_id) if tab_id else None
     if new.grid_snap and not old.grid_snap and tab is not None:  # turning it on snaps what is there
         tab.apply(edits.snap_all(tab.document))
-        tab.save(update_fields=["document", "undo_stack", "redo_stack"])
+        tab.save(update_fields=Tab.HISTORY_FIELDS)
     response = back(request, tab)
     new.save(response)
     return response

@@ -10,11 +10,11 @@ from apps.runs import service
 from apps.runs.engine import available_devices, resolve_device
 from apps.runs.models import Run
 from apps.inspector.capture_state import RunView
-from apps.inspector.panel import TABS, Inspection
+from apps.inspector.panel import TABS, Inspection, segment_view
 from apps.runs.store import get_store
 from codefyui.access import visible_to
 
-from . import document, edits, palette, workspace
+from . import document, edits, palette, segments, workspace
 from .canvas import layout
 from .models import Graph, Tab
 from .nodes.base import PORT_COLOURS, registry
@@ -45,7 +45,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     view = state["view"] or "forward"
     query = request.GET.get("q", "")
     statuses = run.nodes if run else {}
-    canvas = layout(doc, prefs.connection_style)
+    canvas = layout(doc, prefs.connection_style, tab.active_segment)
     for card in canvas.cards:
         card.status = statuses.get(card.id, {})
         card.badge = badge(card.status)
@@ -58,8 +58,12 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         run_live=run is not None and not run.is_finished,
         kept_weights=service.kept_weights(f"tab-{tab.pk}"),
     )
-    if selected:
+    active = segments.find(doc, tab.active_segment) if tab.active_segment else None
+    if active and segments.members_of(doc, active):  # an active segment beats a selected node
+        context["segment"] = segment_view(inspection(request, doc, active["tailNodeId"], run), active)
+    elif selected:
         context["inspector"] = inspector(request, doc, selected, run, view)
+    context["segment_choices"] = [(n["id"], document.node_label(n)) for n in doc["nodes"] if n["type"] != "note"]
     return context
 
 

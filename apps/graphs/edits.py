@@ -9,7 +9,7 @@ import random
 import re
 from typing import Any
 
-from . import document
+from . import document, segments
 from .nodes.base import Param, ParamError, parse_int_list, resolve, types_compatible
 
 GRID = 24                # the canvas grid, in px
@@ -321,4 +321,29 @@ def auto_layout(doc: dict[str, Any]) -> dict:
         row = rows.get(column, 0)
         rows[column] = row + 1
         node["position"] = {"x": float(GRID + column * 9 * GRID), "y": float(GRID * 2 + row * 7 * GRID)}
+    return doc
+
+
+# -- segment markers --------------------------------------------------------------------------
+
+def create_segment(doc: dict[str, Any], a: str, b: str) -> tuple[dict, str]:
+    """Wrap a head-to-tail path in a segment; refused when no data path runs from head to tail."""
+    if a == b:
+        raise EditError("Create segment needs exactly two selected nodes.")
+    find_node(doc, a), find_node(doc, b)
+    head, tail = segments.head_and_tail(doc, a, b)
+    if not segments.path_set(doc, head, tail):
+        raise EditError(segments.NO_PATH)
+    doc = _copy(doc)
+    segment_id = f"seg-{head}-{tail}"
+    doc["segmentGroups"] = [g for g in doc.get("segmentGroups", []) if g["id"] != segment_id]
+    doc["segmentGroups"].append({"id": segment_id, "headNodeId": head, "tailNodeId": tail})
+    return doc, segment_id
+
+
+def remove_segment(doc: dict[str, Any], segment_id: str) -> dict:
+    if segments.find(doc, segment_id) is None:
+        raise EditError("That segment no longer exists.")
+    doc = _copy(doc)
+    doc["segmentGroups"] = [g for g in doc["segmentGroups"] if g["id"] != segment_id]
     return doc

@@ -35,8 +35,9 @@ class Tab(models.Model):
     document = models.JSONField(default=blank_document)
     graph = models.ForeignKey(Graph, null=True, blank=True, on_delete=models.SET_NULL, related_name="tabs")
     last_run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    undo_stack = models.JSONField(default=list)
+    undo_stack = models.JSONField(default=list)   # [{"document": ..., "active": ...}], oldest first
     redo_stack = models.JSONField(default=list)
+    active_segment = models.CharField(max_length=200, blank=True)  # the segment the Inspector shows
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -45,26 +46,38 @@ class Tab(models.Model):
     def __str__(self) -> str:
         return self.title
 
-    def apply(self, new_document: dict) -> None:
-        """Replace the document as one undoable step (not saved: the caller saves)."""
-        if new_document == self.document:
+    def _snapshot(self) -> dict:
+        return {"document": self.document, "active": self.active_segment}
+
+    def _restore(self, snapshot: dict) -> None:
+        self.document, self.active_segment = snapshot["document"], snapshot.get("active", "")
+
+    def apply(self, new_document: dict, active: str | None = None) -> None:
+        """Replace the document (and, if given, the active segment) as one undoable step;
+        an active segment the new document no longer has stops being active. Not saved."""
+        active = self.active_segment if active is None else active
+        if not any(g["id"] == active for g in new_document.get("segmentGroups", [])):
+            active = ""
+        if new_document == self.document and active == self.active_segment:
             return
-        self.undo_stack = (self.undo_stack + [self.document])[-self.UNDO_STEPS:]
+        self.undo_stack = (self.undo_stack + [self._snapshot()])[-self.UNDO_STEPS:]
         self.redo_stack = []
-        self.document = new_document
+        self.document, self.active_segment = new_document, active
 
     def undo(self) -> bool:
         if not self.undo_stack:
             return False
-        self.redo_stack = (self.redo_stack + [self.document])[-self.UNDO_STEPS:]
-        self.document = self.undo_stack[-1]
+        self.redo_stack = (self.redo_stack + [self._snapshot()])[-self.UNDO_STEPS:]
+        self._restore(self.undo_stack[-1])
         self.undo_stack = self.undo_stack[:-1]
         return True
 
     def redo(self) -> bool:
         if not self.redo_stack:
             return False
-        self.undo_stack = (self.undo_stack + [self.document])[-self.UNDO_STEPS:]
-        self.document = self.redo_stack[-1]
+        self.undo_stack = (self.undo_stack + [self._snapshot()])[-self.UNDO_STEPS:]
+        self._restore(self.redo_stack[-1])
         self.redo_stack = self.redo_stack[:-1]
         return True
+
+    HISTORY_FIELDS = ["document", "undo_stack", "redo_stack", "active_segment"]

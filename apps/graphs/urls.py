@@ -30,5 +30,9 @@ urlpatterns = [
     path("<int:tab_id>/nodes/<str:node_id>/move", v.node_move, name="node-move"),
     path("<int:tab_id>/nodes/<str:node_id>/rename", v.node_rename, name="node-rename"),
     path("<int:tab_id>/connect", v.connect, name="connect"),
+    path("<int:tab_id>/segments/create", v.segment_create, name="segment-create"),
+    path("<int:tab_id>/segments/clear", v.segment_clear, name="segment-clear"),
+    path("<int:tab_id>/segments/<str:segment_id>/remove", v.segment_remove, name="segment-remove"),
+    path("<int:tab_id>/segments/<str:segment_id>/activate", v.segment_activate, name="segment-activate"),
     path("<int:tab_id>/edges/<str:edge_id>/delete", v.edge_delete, name="edge-delete"),
 ]

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from apps.graphs import document, edits
+from apps.graphs import document, edits, segments
 from apps.graphs.nodes.base import PORT_COLOURS
 from apps.runs.store import CaptureStore, StoreUnreachable
 
@@ -97,6 +97,30 @@ def _row(ins: Inspection, key: str, side: str, label: str, type_: str, producer:
 
 def _view(ins: Inspection, row: Row, compare: torch.Tensor | None = None):
     return view(row.state.value, ins.slices.get(row.key), ins.offsets.get(row.key, (0, 0)), compare)
+
+
+def segment_view(ins: Inspection, group: dict[str, Any]) -> dict[str, Any]:
+    """The segment replaces the node view: every edge entering the head-to-tail set, and the
+    tail's outputs, under the same rules as node rows (no heat, no tabs)."""
+    doc = ins.doc
+    labels = {n["id"]: document.node_label(n) for n in doc["nodes"]}
+    members = segments.members_of(doc, group)
+    inputs = []
+    for e in segments.entering_edges(doc, members):
+        source = edits.find_node(doc, e["source"])
+        src_cls = edits.node_class(source)
+        out_type = next((p.type for p in src_cls.output_ports(edits._params(source)) if p.name == e["sourceHandle"]), "ANY") if src_cls else "ANY"
+        inputs.append(_row(ins, f"in.{e['id']}", "in", f"→ {labels[e['target']]}.{e['targetHandle']}", out_type,
+                           e["source"], e["sourceHandle"]))
+    tail = edits.find_node(doc, group["tailNodeId"])
+    tail_cls = edits.node_class(tail)
+    outputs = [_row(ins, f"out.{p.name}", "out", f"{labels[tail['id']]}.{p.name}", p.type, tail["id"], p.name)
+               for p in tail_cls.output_ports(edits._params(tail)) if p.type != "TRIGGER"] if tail_cls else []
+    for row in inputs + outputs:
+        if row.state.has_value:
+            row.view = _view(ins, row)
+    return {"group": group, "head": labels[group["headNodeId"]], "tail": labels[group["tailNodeId"]],
+            "inputs": inputs, "outputs": outputs}
 
 
 def find_row(ins: Inspection, key: str) -> tuple[Row | None, str]:

@@ -119,7 +119,23 @@
     event.preventDefault();
     card.classList.toggle("multi");
     card.setAttribute("aria-selected", card.classList.contains("multi") ? "true" : "false");
+    offerSegment();
   }, true);
+  function offerSegment() {
+    var form = document.getElementById("segment-form");
+    if (!form) return;
+    var picked = document.querySelectorAll(".card.multi");
+    form.querySelectorAll("[name=node]").forEach(function (i) { i.remove(); });
+    picked.forEach(function (card) {
+      form.appendChild(Object.assign(document.createElement("input"), { type: "hidden", name: "node", value: card.dataset.node }));
+    });
+    form.hidden = picked.length !== 2;
+  }
+  // A bubble's border makes that segment the active one.
+  document.addEventListener("click", function (event) {
+    var rect = event.target.closest && event.target.closest("rect.bubble");
+    if (rect && !rect.classList.contains("active")) post("segments/" + encodeURIComponent(rect.dataset.segment) + "/activate", {});
+  });
 
   // -- keyboard shortcuts (ignored while typing) ------------------------------------------
   document.addEventListener("keydown", function (event) {

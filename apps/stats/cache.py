@@ -1,0 +1,108 @@
+"""Computed summaries: a byte-bounded LRU, computed once however many ask at the same time.
+
+Keys are ``(run_id, node_id, port, serial)``: the capture's write serial changes whenever a
+port is written again (a loop node), so an overwritten port is summarised afresh and its
+stale entry simply ages out. An entry's size is the length of its JSON (orjson) encoding;
+the budget is ``CODEFYUI_STATS_CACHE_MAX_BYTES``.
+
+Where the work runs. Views are sync (Daphne runs them in worker threads, never on the event
+loop); the summary itself is computed on a small shared pool of four threads. The
+pool bounds how many summaries run at once, so thirty students opening Stats together
+queue up instead of thrashing two cores and the memory bus. Single-flight: the first
+request for a key submits the work; later requests for the same key, arriving before it
+is done, wait on the same future, so a port is summarised once. A failed computation is
+not cached: every waiter sees the error, and the next request tries again.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable
+
+import orjson
+
+from codefyui import conf
+
+Key = tuple[str, str, str, int]
+
+# Shared by every cache: at most four summaries are computed at once in this process.
+_workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="codefyui-stats")
+
+
+class SummaryCache:
+    def __init__(self, max_bytes: int | None = None, pool: ThreadPoolExecutor | None = None):
+        self._max_bytes = max_bytes
+        self._entries: OrderedDict[Key, tuple[dict, int]] = OrderedDict()   # least recently used first
+        self._bytes = 0
+        self._pending: dict[Key, Future] = {}
+        self._lock = threading.RLock()   # re-entrant: a done callback may run inside get()
+        self._pool = pool or _workers
+
+    @property
+    def max_bytes(self) -> int:
+        return conf.STATS_CACHE_MAX_BYTES if self._max_bytes is None else self._max_bytes
+
+    def get(self, key: Key, compute: Callable[[], dict]) -> dict:
+        """The cached summary for ``key``, computing it (once) when missing. Treat it as read-only."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                return entry[0]
+            future = self._pending.get(key)
+            if future is None:
+                future = self._pool.submit(compute)
+                self._pending[key] = future
+                future.add_done_callback(lambda done: self._settle(key, done))
+        return future.result()
+
+    def _settle(self, key: Key, future: Future) -> None:
+        with self._lock:
+            if self._pending.get(key) is future:
+                del self._pending[key]
+            if future.exception() is None:
+                self._keep(key, future.result())
+
+    def _keep(self, key: Key, summary: dict) -> None:
+        size = len(orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS))
+        if size > self.max_bytes or key in self._entries:
+            return   # bigger than the whole budget: answered, not kept
+        self._entries[key] = (summary, size)
+        self._bytes += size
+        while self._bytes > self.max_bytes:
+            _, (_, dropped) = self._entries.popitem(last=False)
+            self._bytes -= dropped
+
+    def __contains__(self, key: Key) -> bool:
+        with self._lock:
+            return key in self._entries
+
+    def usage(self) -> dict[str, int]:
+        with self._lock:
+            return {"entries": len(self._entries), "bytes": self._bytes, "max_bytes": self.max_bytes}
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+_cache: SummaryCache | None = None
+_cache_lock = threading.Lock()
+
+
+def get_cache() -> SummaryCache:
+    """The server-wide summary cache, created on first use."""
+    global _cache
+    with _cache_lock:
+        if _cache is None:
+            _cache = SummaryCache()
+        return _cache
+
+
+def set_cache(cache: SummaryCache | None) -> None:
+    """Replace the server-wide cache (tests)."""
+    global _cache
+    with _cache_lock:
+        _cache = cache
