@@ -126,12 +126,12 @@ def _card(node: dict[str, Any], entry: bool) -> CardView:
         return CardView(node["id"], node["type"], "Note", "", "#FFF59D", "", x, y, NOTE_H, is_note=True,
                         text=str(node.get("data", {}).get("text", "")))
     params = cls.coerce_params(node["data"].get("params", {}))[0]
-    outputs = cls.output_ports(params)
-    rows = max(len(cls.inputs), len(outputs), 1)
+    inputs, outputs = cls.input_ports(params), cls.output_ports(params)
+    rows = max(len(inputs), len(outputs), 1)
     card = CardView(node["id"], cls.type, document.node_label(node), cls.category,
                     CATEGORY_COLOURS.get(cls.category, "#607D8B"), cls.description, x, y,
                     HEADER_H + rows * ROW_H + 6, entry=entry)
-    card.inputs = [_port(p, x, y, i, "in") for i, p in enumerate(cls.inputs)]
+    card.inputs = [_port(p, x, y, i, "in") for i, p in enumerate(inputs)]
     card.outputs = [_port(p, x + CARD_W, y, i, "out") for i, p in enumerate(outputs)]
     return card
 

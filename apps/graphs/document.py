@@ -137,8 +137,30 @@ def _nodes(value: Any, problems: list[str]) -> list[dict[str, Any]]:
                 params = {}
             data["params"] = params
         node["data"] = data
+        if type_key == "Subgraph":
+            _check_block(data["params"].get("subgraph"), f"{path}.data.params.subgraph", problems)
         nodes.append(node)
     return nodes
+
+
+def _check_block(inner: Any, path: str, problems: list[str]) -> None:
+    """A block's inside is a small graph of its own, with ports naming its inner nodes."""
+    if inner is None:
+        return
+    if not isinstance(inner, dict):
+        problems.append(f"{path}: must be an object with nodes, edges, inputs and outputs")
+        return
+    found: list[str] = []
+    nodes = _nodes(inner.get("nodes", []), found)
+    ids = {n["id"] for n in nodes}
+    _edges(inner.get("edges", []), ids, found)
+    for side in ("inputs", "outputs"):
+        ports = inner.get(side, [])
+        if not isinstance(ports, list) or not all(isinstance(p, dict) and isinstance(p.get("name"), str)
+                                                  and p.get("node") in ids and isinstance(p.get("port"), str)
+                                                  for p in ports):
+            found.append(f"{side}: each needs a name, an inner node and its port")
+    problems.extend(f"{path}.{p}" for p in found)
 
 
 def _position(value: Any, path: str, problems: list[str]) -> dict[str, float]:

@@ -16,7 +16,7 @@ from apps.runs import service
 from apps.runs.models import Run
 from codefyui.access import get_visible, visible_to
 
-from . import document, edits, workspace
+from . import document, edits, subgraphs, workspace
 from .editor_context import editor_context
 from .models import Graph, Tab
 from .prefs import Prefs
@@ -26,7 +26,7 @@ def _tab(request: HttpRequest, tab_id: int) -> Tab:
     return get_visible(Tab.objects, request.user, tab_id)
 
 
-STATE_KEYS = ("node", "run", "view", "panel")  # selected node, inspected run, Inspector tab, collapsed
+STATE_KEYS = ("node", "run", "view", "panel", "inside")  # see editor_context.page_state
 
 
 def editor_url(tab: Tab | None, **state) -> str:
@@ -295,6 +295,20 @@ def segment_activate(request: HttpRequest, tab_id: int, segment_id: str) -> Http
         tab.active_segment = segment_id
         tab.save(update_fields=["active_segment"])
     return back(request, tab, node="")
+
+
+# -- blocks ---------------------------------------------------------------------------------
+
+@require_POST
+def collapse(request: HttpRequest, tab_id: int) -> HttpResponse:
+    """Collapse to subgraph: the selected nodes become one block (one undo step)."""
+    ids = set(request.POST.getlist("node"))
+    return _edit(request, tab_id, lambda doc: subgraphs.collapse(doc, ids), node="")
+
+
+@require_POST
+def expand(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    return _edit(request, tab_id, lambda doc: subgraphs.expand(doc, node_id), node="", inside="")
 
 
 # -- settings -------------------------------------------------------------------------------

@@ -14,10 +14,10 @@ from apps.inspector.panel import TABS, Inspection, segment_view
 from apps.runs.store import get_store
 from codefyui.access import visible_to
 
-from . import document, edits, palette, segments, workspace
+from . import document, edits, palette, segments, subgraphs, workspace
 from .canvas import layout
 from .models import Graph, Tab
-from .nodes.base import PORT_COLOURS, registry
+from .nodes.base import PORT_COLOURS
 from .prefs import Prefs
 
 RUN_FILTERS = ("all", "running", "queued", "succeeded", "failed", "cancelled", "interrupted")
@@ -38,27 +38,31 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         context.update(examples=workspace.examples(), graphs=visible_to(Graph.objects, request.user))
         return context
     doc = tab.document
+    block = open_block(request, doc)
+    shown = subgraphs.inside_view(block)[0] if block else doc
     selected = request.GET.get("node", "")
-    if selected and not any(n["id"] == selected for n in doc["nodes"]):
+    if selected and not any(n["id"] == selected for n in shown["nodes"]):
         selected = ""
-    state = page_state(request, selected, run)
+    state = page_state(request, selected, run, block)
     view = state["view"] or "forward"
     query = request.GET.get("q", "")
     statuses = run.nodes if run else {}
-    canvas = layout(doc, prefs.connection_style, tab.active_segment)
-    for card in canvas.cards:
-        card.status = statuses.get(card.id, {})
+    canvas = layout(shown, prefs.connection_style, "" if block else tab.active_segment)
+    for card in canvas.cards if not block else ():  # cards inside a block show no run status
+        card.status = subgraphs.rolled_up_status(card.id, statuses) if card.type == "Subgraph" else statuses.get(card.id, {})
         card.badge = badge(card.status)
     context.update(
         doc=doc, canvas=canvas, state=state, state_query=state_query(state),
-        selected=node_panel(doc, selected) if selected else None,
+        base_query=state_query({**state, "node": ""}),
+        inside_block={"id": block["id"], "label": document.node_label(block)} if block else None,
+        selected=node_panel(doc, selected) if selected and not block else None,
         categories=palette.categories(prefs.category_mode),
         query=query, search=palette.quick_search(query) if "q" in request.GET else None,
         settings=document.run_settings(doc), can_undo=bool(tab.undo_stack), can_redo=bool(tab.redo_stack),
         run_live=run is not None and not run.is_finished,
         kept_weights=service.kept_weights(f"tab-{tab.pk}"),
     )
-    active = segments.find(doc, tab.active_segment) if tab.active_segment else None
+    active = segments.find(doc, tab.active_segment) if tab.active_segment and not block else None
     if active and segments.members_of(doc, active):  # an active segment beats a selected node
         context["segment"] = segment_view(inspection(request, doc, active["tailNodeId"], run), active)
     elif selected:
@@ -82,9 +86,17 @@ def inspection(request, doc: dict[str, Any], node_id: str, run: Run | None) -> I
             slices[key[2:]] = numbers
         elif key.startswith("o.") and len(numbers) == 2:
             offsets[key[2:]] = (numbers[0], numbers[1])
-    return Inspection(doc=doc, node_id=node_id, run_id=str(run.id) if run else None, run=run_view(run),
+    block = open_block(request, doc)
+    shown, fed = subgraphs.inside_view(block) if block else (doc, {})
+    return Inspection(doc=shown, node_id=node_id, run_id=str(run.id) if run else None, run=run_view(run),
                       store=get_store(), record_now=document.run_settings(doc)["record_outputs"],
-                      slices=slices, offsets=offsets)
+                      after_run=block is not None, block_inputs=fed, slices=slices, offsets=offsets)
+
+
+def open_block(request, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The block whose inside the page shows (Enter subgraph), if any."""
+    inside = request.GET.get("inside", "")
+    return next((n for n in doc["nodes"] if n["id"] == inside and n["type"] == subgraphs.TYPE), None) if inside else None
 
 
 def inspector(request, doc: dict[str, Any], node_id: str, run: Run | None, view: str) -> dict[str, Any]:
@@ -93,13 +105,15 @@ def inspector(request, doc: dict[str, Any], node_id: str, run: Run | None, view:
             **tab.context(inspection(request, doc, node_id, run))}
 
 
-def page_state(request, selected: str, run: Run | None) -> dict[str, str]:
+def page_state(request, selected: str, run: Run | None, block: dict[str, Any] | None = None) -> dict[str, str]:
     """What the page carries from request to request: selected node, inspected run,
-    Inspector tab and whether the Inspector is collapsed (never stored: a reload resets it)."""
+    Inspector tab, whether the Inspector is collapsed and which block is open (never stored:
+    a reload resets it)."""
     view = request.GET.get("view", "")
+    inside = request.GET.get("inside", "") if block is None else block["id"]
     return {"node": selected, "run": str(run.id) if run else "",
             "view": view if view in TABS and view != "forward" else "",
-            "panel": "collapsed" if request.GET.get("panel") == "collapsed" else ""}
+            "panel": "collapsed" if request.GET.get("panel") == "collapsed" else "", "inside": inside}
 
 
 def state_query(state: dict[str, str]) -> str:
@@ -132,11 +146,11 @@ def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:
     values = node["data"].get("params", {})
     coerced = cls.coerce_params(values)[0]
     params = [{"param": p, "value": values.get(p.name, p.default), "choices": p.options}
-              for p in cls.params if p.kind != "grid"]
+              for p in cls.params if p.kind not in ("grid", "json")]
     wired = {e["targetHandle"]: f"{e['source']}::{e['sourceHandle']}" for e in doc["edges"]
              if e["target"] == node_id and not document.is_trigger(e)}
     inputs = [{"port": p, "colour": PORT_COLOURS.get(p.type, PORT_COLOURS["ANY"]), "current": wired.get(p.name, ""),
-               "options": edits.compatible_sources(doc, node_id, p.name)} for p in cls.inputs]
+               "options": edits.compatible_sources(doc, node_id, p.name)} for p in cls.input_ports(coerced)]
     return {"node": node, "cls": cls, "label": document.node_label(node), "params": params, "inputs": inputs,
             "outputs": cls.output_ports(coerced), "grid": grid(node, cls, coerced),
             "entry_targets": [(n["id"], document.node_label(n)) for n in doc["nodes"]
@@ -179,7 +193,7 @@ def device_choices(prefs: Prefs) -> dict[str, Any]:
 
 def server_usage() -> dict[str, Any]:
     return {"version": codefyui.__version__,
-            "nodes": sum(1 for k in registry() if not k.startswith("test:")), "presets": 0,
+            "nodes": len(palette.catalogue()), "presets": 0,
             "stores": {"Recorded outputs": get_store().usage(), "Execution cache": service.cache_usage()}}
 
 

@@ -123,7 +123,7 @@ def connect(doc: dict[str, Any], source: str, source_port: str, target: str, tar
         doc["edges"].append({"id": _edge_id(doc), "type": "trigger", "source": source, "sourceHandle": source_port,
                              "target": target, "targetHandle": ""})
         return doc
-    port = dst_cls.input_port(target_port)
+    port = dst_cls.input_port(target_port, _params(dst))
     if port is None:
         raise EditError(f"{document.node_label(dst)} has no input '{target_port}'.")
     if not types_compatible(out.type, port.type):
@@ -174,8 +174,9 @@ def disconnect(doc: dict[str, Any], edge_id: str) -> dict:
 
 def compatible_sources(doc: dict[str, Any], target: str, target_port: str) -> list[tuple[str, str, str]]:
     """(node id, port, label) of every output that may feed this input without a loop."""
-    dst_cls = node_class(find_node(doc, target))
-    port = dst_cls.input_port(target_port) if dst_cls else None
+    dst = find_node(doc, target)
+    dst_cls = node_class(dst)
+    port = dst_cls.input_port(target_port, _params(dst)) if dst_cls else None
     if port is None:
         return []
     options = []
@@ -206,7 +207,7 @@ def set_params(doc: dict[str, Any], node_id: str, raw: dict[str, Any]) -> dict:
     params = node["data"].setdefault("params", {})
     problems = []
     for param in cls.params:
-        if param.kind == "grid" or param.name not in raw:
+        if param.kind in ("grid", "json") or param.name not in raw:
             continue
         try:
             params[param.name] = param.coerce(raw[param.name])

@@ -7,14 +7,15 @@ BASIC_CATEGORIES = ("Data", "CNN", "Training", "IO")
 QUICK_SEARCH_LIMIT = 20
 
 
-def _catalogue() -> list[type[Node]]:
-    return [cls for key, cls in registry().items() if not key.startswith("test:")]
+def catalogue() -> list[type[Node]]:
+    """The nodes a student can add (blocks are made by collapsing, not from the palette)."""
+    return [cls for key, cls in registry().items() if not key.startswith("test:") and not cls.subgraph]
 
 
 def categories(mode: str = "all") -> list[tuple[str, str, list[type[Node]]]]:
     """(category, colour, nodes) in CodefyUI's order, then the rest A–Z; Basic keeps four."""
     grouped: dict[str, list[type[Node]]] = {}
-    for cls in _catalogue():
+    for cls in catalogue():
         grouped.setdefault(cls.category, []).append(cls)
     names = [c for c in CATEGORY_ORDER if c in grouped] + sorted(c for c in grouped if c not in CATEGORY_ORDER)
     if mode == "basic":
@@ -25,7 +26,7 @@ def categories(mode: str = "all") -> list[tuple[str, str, list[type[Node]]]]:
 def quick_search(query: str) -> list[type[Node]]:
     """At most 20 nodes, Start first for an empty query; never filtered by category mode."""
     q = query.strip().lower()
-    nodes = _catalogue()
+    nodes = catalogue()
     if q:
         def rank(cls):
             name = cls.type.lower()

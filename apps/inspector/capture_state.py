@@ -49,15 +49,16 @@ class RowState:
 
 
 def row_state(run: RunView | None, producer: str | None, lookup: Any, *, record_now: bool,
-              backward: bool = False, from_block: bool = False) -> RowState:
+              after_run: bool = False, from_block: bool = False) -> RowState:
     """The state of one row.
 
     ``producer`` is the node whose output the row shows (for an input, the upstream node);
-    ``lookup`` is the captured value, MISSING or UNREACHABLE_STORE.
+    ``lookup`` is the captured value, MISSING or UNREACHABLE_STORE. ``after_run``: the row
+    shows nothing until the whole run has ended (the Backward tab; nodes inside a block).
     """
     if run is None:
         return RowState(NOTHING_CAPTURED)
-    if backward and not run.finished:
+    if after_run and not run.finished:
         return RowState(GRAPH_RUNNING, waiting=True)
     if from_block:
         return RowState(FROM_BLOCK)

@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from apps.graphs import document, edits
+from apps.graphs import document, edits, subgraphs
 from apps.graphs.editor_context import (inspected_run, inspection, node_panel, page_state, run_view,
                                         state_query)
 from apps.graphs.models import Tab
@@ -66,6 +66,8 @@ def node_details(request: HttpRequest, tab_id: int, node_id: str) -> HttpRespons
     elif pane in ("steps", "backward"):
         tab_panel = TABS[pane]
         context["inspector"] = {"template": tab_panel.template, **tab_panel.context(ins)}
+    elif pane == "subgraph":
+        context["boundary"] = subgraphs.definition(node)
     elif pane == "stats":
         context["stats"] = stats_rows_for(ins)
     template = "inspector/details.html#details" if request.htmx else "inspector/details.html"

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from apps.graphs import document, edits, segments
+from apps.graphs import document, edits, segments, subgraphs
 from apps.graphs.nodes.base import PORT_COLOURS
 from apps.runs.store import CaptureStore, StoreUnreachable
 
@@ -30,6 +30,8 @@ class Inspection:
     run: cs.RunView | None
     store: CaptureStore
     record_now: bool
+    after_run: bool = False                                         # inside a block: wait for the run's end
+    block_inputs: dict[str, list[str]] = field(default_factory=dict)  # inner node -> ports fed through the block
     slices: dict[str, list[int]] = field(default_factory=dict)      # row key -> leading indices
     offsets: dict[str, tuple[int, int]] = field(default_factory=dict)  # row key -> (row, col) of the window
 
@@ -73,9 +75,14 @@ def forward_rows(ins: Inspection) -> tuple[list[Row], list[Row], str]:
         out_type = next((p.type for p in src_cls.output_ports(edits._params(source)) if p.name == e["sourceHandle"]), "ANY") if src_cls else "ANY"
         inputs.append(_row(ins, f"in.{e['id']}", "in", f"{labels[e['source']]}.{e['sourceHandle']}", out_type,
                            e["source"], e["sourceHandle"]))
+    params = edits._params(node)
+    for port in ins.block_inputs.get(ins.node_id, []) if cls else []:  # fed from outside the open block
+        declared = cls.input_port(port, params)
+        inputs.append(_row(ins, f"block.{port}", "in", port, declared.type if declared else "ANY",
+                           ins.node_id, port, from_block=True))
     outputs = [] if cls is None else [
-        _row(ins, f"out.{p.name}", "out", p.name, p.type, ins.node_id, p.name)
-        for p in cls.output_ports(edits._params(node)) if p.type != "TRIGGER"]
+        _row(ins, f"out.{p.name}", "out", p.name, p.type, *_producer(node, p.name))
+        for p in cls.output_ports(params) if p.type != "TRIGGER"]
     chip, compare = "", None
     if len(inputs) == 1 and len(outputs) == 1:
         a, b = inputs[0].state.value, outputs[0].state.value
@@ -90,9 +97,19 @@ def forward_rows(ins: Inspection) -> tuple[list[Row], list[Row], str]:
     return inputs, outputs, chip
 
 
-def _row(ins: Inspection, key: str, side: str, label: str, type_: str, producer: str, port: str) -> Row:
-    state = cs.row_state(ins.run, producer, ins.lookup(producer, port), record_now=ins.record_now)
+def _row(ins: Inspection, key: str, side: str, label: str, type_: str, producer: str, port: str,
+         from_block: bool = False) -> Row:
+    state = cs.row_state(ins.run, producer, ins.lookup(producer, port), record_now=ins.record_now,
+                         after_run=ins.after_run, from_block=from_block)
     return Row(key, side, label, type_, producer, port, state)
+
+
+def _producer(node: dict[str, Any], port: str) -> tuple[str, str]:
+    """Who produced an output: the node itself, or for a block the inner node behind the port."""
+    if node["type"] != "Subgraph":
+        return node["id"], port
+    inner = next((p for p in subgraphs.definition(node)["outputs"] if p["name"] == port), None)
+    return (f"{node['id']}/{inner['node']}", inner["port"]) if inner else (node["id"], port)
 
 
 def _view(ins: Inspection, row: Row, compare: torch.Tensor | None = None):
@@ -175,7 +192,7 @@ def _recorded_extra(ins: Inspection, port: str, backward: bool) -> cs.RowState:
     lookup = ins.lookup(ins.node_id, port)
     if lookup is cs.MISSING and ins.run_id and _holds(ins):
         lookup = []
-    return cs.row_state(ins.run, ins.node_id, lookup, record_now=ins.record_now, backward=backward)
+    return cs.row_state(ins.run, ins.node_id, lookup, record_now=ins.record_now, after_run=backward or ins.after_run)
 
 
 def _holds(ins: Inspection) -> bool:

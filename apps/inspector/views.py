@@ -23,13 +23,14 @@ from .panel import find_row
 def inspect_panel(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
     """The Inspector column alone (switching its tabs swaps only this)."""
     tab = get_visible(Tab.objects, request.user, tab_id)
-    if not any(n["id"] == node_id for n in tab.document["nodes"]):
-        return HttpResponse('<p class="row-message" role="status">This node is no longer in the graph.</p>', status=404)
     run = inspected_run(request, tab)
+    shown = inspection(request, tab.document, node_id, run).doc
+    if not any(n["id"] == node_id for n in shown["nodes"]):
+        return HttpResponse('<p class="row-message" role="status">This node is no longer in the graph.</p>', status=404)
     state = page_state(request, node_id, run)
     return render(request, "inspector/_panel.html", {
-        "tab": tab, "state": state, "state_query": state_query(state),
-        "selected": {"label": document.node_label(edits.find_node(tab.document, node_id))},
+        "tab": tab, "state": state, "state_query": state_query(state), "base_query": state_query({**state, "node": ""}),
+        "selected": {"label": document.node_label(edits.find_node(shown, node_id))},
         "inspector": inspector(request, tab.document, node_id, run, state["view"] or "forward")})
 
 
@@ -37,9 +38,10 @@ def inspect_panel(request: HttpRequest, tab_id: int, node_id: str) -> HttpRespon
 def inspect_row(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
     tab = get_visible(Tab.objects, request.user, tab_id)
     run = inspected_run(request, tab)
-    if not any(n["id"] == node_id for n in tab.document["nodes"]):
+    ins = inspection(request, tab.document, node_id, run)
+    if not any(n["id"] == node_id for n in ins.doc["nodes"]):
         return HttpResponse('<p class="row-message" role="status">This node is no longer in the graph.</p>')
-    row, _ = find_row(inspection(request, tab.document, node_id, run), request.GET.get("key", ""))
+    row, _ = find_row(ins, request.GET.get("key", ""))
     if row is None:
         return HttpResponse('<p class="row-message" role="status">This port is no longer connected.</p>')
     state = page_state(request, node_id, run)

@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse
 import codefyui
 from apps.graphs import document
 from apps.graphs.models import Graph
-from apps.graphs.nodes.base import registry
+from apps.graphs import palette
 from codefyui.access import get_visible
 from codefyui.api import ApiError, api, json_body, json_response
 
@@ -75,6 +75,6 @@ def run_cancel(request: HttpRequest, run_id: str) -> HttpResponse:
 @api("GET")
 def health(request: HttpRequest) -> HttpResponse:
     return json_response({
-        "status": "ok", "version": codefyui.__version__, "nodes": len(registry()), "presets": 0,
+        "status": "ok", "version": codefyui.__version__, "nodes": len(palette.catalogue()), "presets": 0,
         "stores": {"run_output_store": get_store().usage(), "execution_cache": service.cache_usage()},
     })

@@ -12,9 +12,10 @@ bins from min to max, each [left, right) but the last [left, right]. float16 and
 are summarised in float32, integers in float64 (as numpy does).
 
 Speed (DESIGN.md, "Performance notes"). The data is walked in cache-sized chunks, so the
-always-exact figures and the moments cost one trip through memory. The heavy passes are
+always-exact figures and the moments cost one trip through memory. The passes are
 single-threaded numpy: faster here than torch's kernels for bincount and masked selects,
-and steady on a busy server, where torch's thread team stalls when cores are shared. Quantiles and
+and steady on a busy server, where torch's thread team stalls when cores are shared
+(a request runs on one core; several requests use several). Quantiles and
 histogram counts are order statistics found without a full sort: one pass counts the
 values in 32768 fine bins, which tells the bin holding each wanted rank and each
 histogram edge; a second pass gathers only those few bins' values, and only they are
@@ -67,7 +68,7 @@ def _scalar_tensor(value: Any) -> Any:
         return torch.tensor(value, dtype=torch.float64)
     try:
         return torch.tensor(value)
-    except (OverflowError, RuntimeError):  # an int beyond int64 stays unsupported
+    except (OverflowError, RuntimeError, ValueError):  # an int beyond int64 stays unsupported
         return value
 
 
@@ -91,7 +92,8 @@ def tensor_summary(tensor: torch.Tensor, *, threshold: int, sample_size: int, se
         balance = _class_balance(flat)
         if balance is not None:
             return head | _from_value_counts(balance)
-    return head | _numeric_summary(flat, threshold=threshold, sample_size=sample_size, seed=seed)
+    with np.errstate(over="ignore", invalid="ignore"):   # overflow is detected and handled where it matters
+        return head | _numeric_summary(flat, threshold=threshold, sample_size=sample_size, seed=seed)
 
 
 def _numeric_summary(flat: torch.Tensor, *, threshold: int, sample_size: int, seed: int) -> dict:
@@ -112,7 +114,7 @@ def _numeric_summary(flat: torch.Tensor, *, threshold: int, sample_size: int, se
     if not values.n:
         return out
     if integer:  # exact extremes, even beyond 2**53
-        out["min"], out["max"] = (int(x) for x in torch.aminmax(flat))
+        out["min"], out["max"] = int(flat.numpy().min()), int(flat.numpy().max())
     edges = _histogram_edges(scan.lo, scan.hi, dtype)
     ranks, lerps = _quantile_ranks(values.n)
     at_rank, below = _order_statistics(values, ranks, edges[1:-1])
@@ -129,10 +131,13 @@ class _Moments:
     mean: float = 0.0
     m2: float = 0.0
 
-    def add(self, chunk: np.ndarray, scratch: np.ndarray, spread: float) -> None:
-        """``spread`` bounds how far any value lies from the mean (max - min will do)."""
+    def add(self, chunk: np.ndarray, scratch: np.ndarray, lo: float, hi: float) -> None:
+        """Add a chunk of finite values lying in [lo, hi]."""
         k = chunk.size
         if not k:
+            return
+        if lo == hi:   # a constant chunk (zero padding, masks): nothing to add up
+            self._merge(k, lo, 0.0)
             return
         # The corrected two-pass algorithm: a rough mean, then the deviations from it give
         # both the correction to the mean and the squares. numpy's pairwise sums keep the
@@ -142,11 +147,14 @@ class _Moments:
             total = float(chunk.sum(dtype=np.float64))
         rough = chunk.dtype.type(total / k)
         deviations = np.subtract(chunk, rough, out=scratch[:k])
-        if chunk.dtype == np.float32 and spread > 1e18:
-            deviations = deviations.astype(np.float64)  # its square would overflow float32
+        if chunk.dtype == np.float32 and (max(-lo, hi) > 1e18 or hi - lo < 1e-18):
+            deviations = deviations.astype(np.float64)  # squares would overflow or underflow float32
         drift = float(deviations.sum())
         chunk_mean = float(rough) + drift / k
         chunk_m2 = max(float(np.square(deviations, out=deviations).sum()) - drift * drift / k, 0.0)
+        self._merge(k, chunk_mean, chunk_m2)
+
+    def _merge(self, k: int, chunk_mean: float, chunk_m2: float) -> None:
         merged = self.n + k
         delta = chunk_mean - self.mean
         self.mean += delta * k / merged
@@ -197,16 +205,16 @@ def _scan(flat: torch.Tensor, dtype: type, *, keep: bool, sample_at: np.ndarray 
     scan = _Scan()
     scratch = np.empty(min(CHUNK, flat.numel()), dtype=dtype)
     is_zero = np.empty(scratch.size, dtype=bool)
-    work_dtype = torch.float64 if dtype == np.float64 else torch.float32
+    raw = _as_numpy(flat)
     starts = range(0, flat.numel(), CHUNK)
     if sample_at is not None:
         bounds = np.searchsorted(sample_at, [*starts, flat.numel()]).tolist()
     for step, start in enumerate(starts):
-        chunk = flat[start:start + CHUNK].to(work_dtype).numpy()   # a view when already that dtype
+        chunk = _widen(raw[start:start + CHUNK], dtype)   # a view when already that dtype
         scan.zeros += int(np.count_nonzero(np.equal(chunk, 0, out=is_zero[:chunk.size])))  # faster than on floats
         if sample_at is not None:
             scan.sample.append(chunk[sample_at[bounds[step]:bounds[step + 1]] - start])
-        lo, hi = (float(x) for x in torch.aminmax(torch.from_numpy(chunk)))
+        lo, hi = float(chunk.min()), float(chunk.max())   # NaN or ±Inf when there are any
         if not (math.isfinite(lo) and math.isfinite(hi)):  # NaN or ±Inf somewhere in this chunk
             chunk = _drop_non_finite(chunk, scan)
             if not chunk.size:
@@ -215,8 +223,19 @@ def _scan(flat: torch.Tensor, dtype: type, *, keep: bool, sample_at: np.ndarray 
         scan.widen(lo, hi)
         if keep:
             scan.chunks.append(chunk)
-            scan.moments.add(chunk, scratch, hi - lo)
+            scan.moments.add(chunk, scratch, lo, hi)
     return scan
+
+
+def _as_numpy(flat: torch.Tensor) -> np.ndarray:
+    """The tensor's memory as numpy; bfloat16 (which numpy lacks) as its raw 16 bits."""
+    return flat.view(torch.int16).numpy() if flat.dtype == torch.bfloat16 else flat.numpy()
+
+
+def _widen(part: np.ndarray, dtype: type) -> np.ndarray:
+    if part.dtype == np.int16 and dtype == np.float32:   # bfloat16 bits: the top half of a float32
+        return (part.astype(np.int32) << 16).view(np.float32)
+    return part.astype(dtype, copy=False)
 
 
 def _drop_non_finite(chunk: np.ndarray, scan: _Scan) -> np.ndarray:
@@ -247,7 +266,7 @@ def _sample_values(sample: np.ndarray) -> _Values:
     values = _Values([sample[i:i + CHUNK] for i in range(0, sample.size, CHUNK)], sample.size, lo, hi)
     moments, scratch = _Moments(), np.empty(min(CHUNK, sample.size), dtype=sample.dtype)
     for chunk in values.chunks:
-        moments.add(chunk, scratch, hi - lo)
+        moments.add(chunk, scratch, lo, hi)
     values.mean, values.std = moments.mean, moments.std
     return values
 
@@ -268,8 +287,7 @@ def _quantile_ranks(n: int) -> tuple[list[int], dict[str, tuple[int, int, float]
 
 def _lerp(a: float, b: float, t: float, dtype: type) -> float:
     """numpy's _lerp: the difference taken in the data's dtype, the rest in float64."""
-    with np.errstate(over="ignore"):
-        diff = float(dtype(b) - dtype(a))
+    diff = float(dtype(b) - dtype(a))
     if not math.isfinite(diff):
         diff = b - a
     value = b - diff * (1 - t) if t >= 0.5 else a + diff * t
@@ -280,11 +298,10 @@ def _histogram_edges(lo: float, hi: float, dtype: type) -> list[float]:
     """numpy's edges (a linspace from min to max, computed in the data's dtype); constant data: one bin."""
     if lo == hi:
         return [lo, hi]
-    with np.errstate(over="ignore", invalid="ignore"):
-        edges = np.linspace(dtype(lo), dtype(hi), HISTOGRAM_BINS + 1)
-        if not np.isfinite(edges).all():  # the span overflows: work on halves in float64
-            edges = (np.linspace(lo / 2, hi / 2, HISTOGRAM_BINS + 1) * 2).astype(dtype)
-            edges[0], edges[-1] = lo, hi
+    edges = np.linspace(dtype(lo), dtype(hi), HISTOGRAM_BINS + 1)
+    if not np.isfinite(edges).all():  # the span overflows: work on halves in float64
+        edges = (np.linspace(lo / 2, hi / 2, HISTOGRAM_BINS + 1) * 2).astype(dtype)
+        edges[0], edges[-1] = lo, hi
     return edges.tolist()
 
 
@@ -306,13 +323,13 @@ class _FineBins:
     """
 
     def __init__(self, lo: float, hi: float, dtype: type):
-        finfo = np.finfo(dtype)
+        largest = float(np.finfo(dtype).max)
         span = hi - lo                    # a Python float: never overflows for float32 data
-        self.halve = span > finfo.max     # x - lo would overflow the dtype: work on halves
+        self.halve = span > largest       # x - lo would overflow the dtype: work on halves
         if self.halve:
             lo, span = lo / 2, span / 2
         self.lo = dtype(lo)
-        self.scale = dtype(min(FINE_BINS / span, finfo.max))
+        self.scale = dtype(min(FINE_BINS / span, largest))
         self.dtype = dtype
         self._position = np.empty(CHUNK, dtype=dtype)
         self._index = np.empty(CHUNK, dtype=np.int32)   # int32: converts from floats fastest
@@ -330,7 +347,8 @@ class _FineBins:
 
 def _order_statistics(values: _Values, ranks: list[int], thresholds: list[float]) -> tuple[list[float], list[int]]:
     """The values at ``ranks`` (0-based, in sorted order) and, per threshold, how many values lie below it."""
-    if values.lo == values.hi:
+    inside = [t for t in thresholds if values.lo < t <= values.hi]
+    if values.lo == values.hi or not (ranks or inside):
         return [values.lo] * len(ranks), [0 if t <= values.lo else values.n for t in thresholds]
     if values.n <= SORT_AT_MOST:
         return _by_sorting(np.concatenate(values.chunks), ranks, thresholds)
@@ -343,7 +361,6 @@ def _order_statistics(values: _Values, ranks: list[int], thresholds: list[float]
         counts += np.bincount(bins.index(chunk), minlength=FINE_BINS)
     ends = np.cumsum(counts)
     rank_bins = np.searchsorted(ends, ranks, side="right").tolist()
-    inside = [t for t in thresholds if values.lo < t <= values.hi]
     threshold_bins = dict(zip(inside, bins.index(np.array(inside, dtype=dtype)).tolist()))
     wanted = sorted(set(rank_bins) | set(threshold_bins.values()))
     sizes = dict(zip(wanted, counts[wanted].tolist()))
@@ -413,26 +430,27 @@ def _by_sorting(values: np.ndarray, ranks: list[int], thresholds: list[float]) -
 
 def _class_balance(flat: torch.Tensor) -> list[tuple[Any, int]] | None:
     """Exact (value, count) pairs in value order when there are at most MAX_CLASSES values, else None."""
-    n = flat.numel()
-    if flat.dtype == torch.bool:
-        trues = int(torch.count_nonzero(flat))
+    values = flat.numpy()
+    n = values.size
+    if values.dtype == np.bool_:
+        trues = int(np.count_nonzero(values))
         return [(v, c) for v, c in ((False, n - trues), (True, trues)) if c]
     if not n:
         return []
-    lo, hi = (int(x) for x in torch.aminmax(flat))
+    lo, hi = int(values.min()), int(values.max())
     if hi - lo < DIRECT_COUNT_SPAN:
-        counts = torch.zeros(hi - lo + 1, dtype=torch.int64)
+        counts = np.zeros(hi - lo + 1, dtype=np.int64)
         for start in range(0, n, CHUNK):
-            counts += torch.bincount(flat[start:start + CHUNK].to(torch.int64) - lo, minlength=hi - lo + 1)
-        present = counts.nonzero().flatten()
-        if present.numel() > MAX_CLASSES:
+            counts += np.bincount(values[start:start + CHUNK].astype(np.int64) - lo, minlength=hi - lo + 1)
+        present = np.flatnonzero(counts)
+        if present.size > MAX_CLASSES:
             return None
         return [(lo + v, c) for v, c in zip(present.tolist(), counts[present].tolist())]
     # A wide range: a few far-apart labels are possible but rare. A prefix usually settles it.
-    if torch.unique(flat[:SORT_AT_MOST]).numel() > MAX_CLASSES:
+    if np.unique(values[:SORT_AT_MOST]).size > MAX_CLASSES:
         return None
-    distinct, counts = torch.unique(flat, return_counts=True)
-    if distinct.numel() > MAX_CLASSES:
+    distinct, counts = np.unique(values, return_counts=True)
+    if distinct.size > MAX_CLASSES:
         return None
     return list(zip(distinct.tolist(), counts.tolist()))
 

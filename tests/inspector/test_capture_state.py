@@ -39,7 +39,7 @@ def test_fills_in_when_the_producer_finished_mid_run():
 
 def test_backward_waits_for_the_whole_run():
     """IN9: the Backward tab reads "Graph is running…" until the whole run ends."""
-    s = state(run(finished=False, n="completed"), backward=True)
+    s = state(run(finished=False, n="completed"), after_run=True)
     assert s.message == "Graph is running…" == GRAPH_RUNNING
 
 

@@ -47,7 +47,8 @@ class ParamError(ValueError):
 
 @dataclass(frozen=True)
 class Param:
-    """One node parameter. ``kind`` is int, float, bool, string, select or grid."""
+    """One node parameter. ``kind`` is int, float, bool, string, select, grid (a nested list of
+    numbers) or json (structured data no form edits, such as a block's inside)."""
 
     name: str
     kind: str
@@ -81,6 +82,9 @@ class Param:
         elif self.kind == "grid":
             if not isinstance(value, (list, int, float)):
                 raise ParamError(f"'{name}' must be a nested list of numbers")
+        elif self.kind == "json":
+            if not isinstance(value, dict):
+                raise ParamError(f"'{name}' must be an object")
         if self.min is not None and value < self.min:
             raise ParamError(f"'{name}' value {value} is below minimum {_fmt(self.min)}")
         if self.max is not None and value > self.max:
@@ -164,6 +168,7 @@ class Node(ABC):
     stateful: ClassVar[bool] = False      # owns weights: never served from cache
     records_steps: ClassVar[bool] = False # emits a __steps__ trace with Verbose internals on
     mutates_inputs: ClassVar[bool] = False  # writes into its input tensors: the engine passes copies
+    subgraph: ClassVar[bool] = False      # a block of nodes: the engine runs its inside instead
 
     @abstractmethod
     def run(self, ctx: RunContext, params: dict[str, Any], **inputs: Any) -> dict[str, Any]:
@@ -183,8 +188,12 @@ class Node(ABC):
         return cls.outputs
 
     @classmethod
-    def input_port(cls, name: str) -> Port | None:
-        return next((p for p in cls.inputs if p.name == name), None)
+    def input_ports(cls, params: dict[str, Any]) -> tuple[Port, ...]:
+        return cls.inputs
+
+    @classmethod
+    def input_port(cls, name: str, params: dict[str, Any] | None = None) -> Port | None:
+        return next((p for p in cls.input_ports(params or {}) if p.name == name), None)
 
     @classmethod
     def coerce_params(cls, raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

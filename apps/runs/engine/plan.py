@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.graphs.document import NOTE_TYPE, is_trigger, node_label
+from apps.graphs.edits import EditError
 from apps.graphs.nodes.base import Node, resolve, types_compatible
+from apps.graphs.subgraphs import flatten
 
 DRAFT_MESSAGE = ("No entry points defined. Drag a Start node from the palette and connect it "
                  "to the node you want to start execution from.")
@@ -46,6 +48,10 @@ class Plan:
 
 
 def plan_run(doc: dict[str, Any]) -> Plan:
+    try:
+        doc = flatten(doc)  # blocks run as their inside, inner nodes under "block/inner" ids
+    except EditError as exc:
+        raise InvalidGraph([str(exc)]) from None
     nodes = {n["id"]: n for n in doc["nodes"] if n["type"] != NOTE_TYPE}
     edges = [e for e in doc["edges"] if e["source"] in nodes and e["target"] in nodes]
     triggers = [e for e in edges if is_trigger(e)]
@@ -106,7 +112,7 @@ def _plan_node(node, nodes, data_edges, triggers, problems: list[str]) -> Planne
     for e in (e for e in data_edges if e["target"] == node_id):
         source = nodes[e["source"]]
         source_cls = resolve(source["type"])
-        port = cls.input_port(e["targetHandle"])
+        port = cls.input_port(e["targetHandle"], params)
         if port is None:
             problems.append(f"Invalid input port '{e['targetHandle']}' on {type_key} ({node_id})")
             continue
@@ -123,7 +129,7 @@ def _plan_node(node, nodes, data_edges, triggers, problems: list[str]) -> Planne
         elif not types_compatible(out.type, port.type):
             problems.append(f"Type mismatch: {source['id']}.{out.name} ({out.type}) -> "
                             f"{node_id}.{port.name} ({port.type})")
-    for port in cls.inputs:
+    for port in cls.input_ports(params):
         if not port.optional and port.name not in inputs:
             problems.append(f"Missing required input '{port.name}' on node {where}")
     after = {src for src, _ in inputs.values()} | {e["source"] for e in triggers if e["target"] == node_id}
