@@ -245,20 +245,21 @@ def layout(request: HttpRequest, tab_id: int) -> HttpResponse:
     return _edit(request, tab_id, edits.auto_layout)
 
 
-@require_POST
-def undo(request: HttpRequest, tab_id: int) -> HttpResponse:
+def _history(request: HttpRequest, tab_id: int, step) -> HttpResponse:
     tab = _tab(request, tab_id)
-    if tab.undo():
+    if step(tab):
         tab.save(update_fields=Tab.HISTORY_FIELDS)
     return back(request, tab)
+
+
+@require_POST
+def undo(request: HttpRequest, tab_id: int) -> HttpResponse:
+    return _history(request, tab_id, Tab.undo)
 
 
 @require_POST
 def redo(request: HttpRequest, tab_id: int) -> HttpResponse:
-    tab = _tab(request, tab_id)
-    if tab.redo():
-        tab.save(update_fields=Tab.HISTORY_FIELDS)
-    return back(request, tab)
+    return _history(request, tab_id, Tab.redo)
 
 
 # -- segments -------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ take their message from ``capture_state.row_state``.
 """
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +36,7 @@ class Inspection:
     block_inputs: dict[str, list[str]] = field(default_factory=dict)  # inner node -> ports fed through the block
     slices: dict[str, list[int]] = field(default_factory=dict)      # row key -> leading indices
     offsets: dict[str, tuple[int, int]] = field(default_factory=dict)  # row key -> (row, col) of the window
+    serials: dict[tuple[str, str], int] = field(default_factory=dict)  # (node, port) -> capture serial seen
 
     def lookup(self, producer: str, port: str) -> Any:
         if self.run_id is None:
@@ -42,7 +45,10 @@ class Inspection:
             capture = self.store.get(self.run_id, producer, port)
         except StoreUnreachable:
             return cs.UNREACHABLE_STORE
-        return cs.MISSING if capture is None else capture.value
+        if capture is None:
+            return cs.MISSING
+        self.serials[(producer, port)] = capture.serial
+        return capture.value
 
 
 @dataclass
@@ -88,7 +94,7 @@ def forward_rows(ins: Inspection) -> tuple[list[Row], list[Row], str]:
         a, b = inputs[0].state.value, outputs[0].state.value
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
             if a.shape == b.shape:  # heat: colour what changed, in the slice shown
-                compare = a
+                compare = inputs[0]
             else:
                 chip = f"{shape_text(a.shape)} → {shape_text(b.shape)}"
     for row in inputs + outputs:
@@ -112,8 +118,42 @@ def _producer(node: dict[str, Any], port: str) -> tuple[str, str]:
     return (f"{node['id']}/{inner['node']}", inner["port"]) if inner else (node["id"], port)
 
 
-def _view(ins: Inspection, row: Row, compare: torch.Tensor | None = None):
-    return view(row.state.value, ins.slices.get(row.key), ins.offsets.get(row.key, (0, 0)), compare)
+def _view(ins: Inspection, row: Row, compare: Row | None = None):
+    """A row's value view. Captures never change, so a view is cached by the capture's write
+    serial and what was asked of it (slice, window, and the compared capture for heat)."""
+    index, offset = ins.slices.get(row.key), ins.offsets.get(row.key, (0, 0))
+    serial = ins.serials.get((row.producer, row.port))
+    against = ins.serials.get((compare.producer, compare.port)) if compare else None
+    key = (ins.run_id, serial, tuple(index or ()), offset, against)
+    if serial is not None and (hit := _VIEWS.get(key)) is not None:
+        return hit
+    made = view(row.state.value, index, offset, compare.state.value if compare else None)
+    if serial is not None:
+        _VIEWS.put(key, made)
+    return made
+
+
+class _ViewCache:
+    """A small LRU of rendered value views (a class looking at one run asks for the same grid)."""
+
+    def __init__(self, size: int = 128):
+        self.size, self._items, self._lock = size, OrderedDict(), threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        return None
+
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+_VIEWS = _ViewCache()
 
 
 def segment_view(ins: Inspection, group: dict[str, Any]) -> dict[str, Any]:
