@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test bench
+.PHONY: run test bench chromium
 
 $(VENV)/.base: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,8 +22,12 @@ run: $(VENV)/.base
 	$(PY) manage.py collectstatic --noinput -v0
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) codefyui.asgi:application
 
-test: $(VENV)/.test
+# The browser tests drive Debian's Chromium (never a downloaded one); CI runs as root.
+chromium:
+	test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+test: $(VENV)/.test chromium
 	$(PY) -m pytest
 
 bench: $(VENV)/.base
-	$(PY) bench/capture_overhead.py
+	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

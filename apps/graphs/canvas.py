@@ -21,6 +21,7 @@ class PortView:
     x: float
     y: float
     side: str              # "in" | "out"
+    source: str = ""       # for a wired input: "Node.port" it comes from (said in its label)
 
 
 @dataclass
@@ -83,6 +84,11 @@ BUBBLE_PAD = 28
 def layout(doc: dict[str, Any], style: str = "circuit", active_segment: str = "") -> CanvasView:
     entries = {e["target"] for e in doc["edges"] if document.is_trigger(e)}
     cards = {n["id"]: _card(n, n["id"] in entries) for n in doc["nodes"]}
+    for e in doc["edges"]:  # say on each input where it comes from (edges are drawn, not read)
+        if not document.is_trigger(e) and e["source"] in cards and e["target"] in cards:
+            for port in cards[e["target"]].inputs:
+                if port.name == e.get("targetHandle"):
+                    port.source = f"{cards[e['source']].label}.{e['sourceHandle']}"
     edges = []
     for e in doc["edges"]:
         src, dst = cards.get(e["source"]), cards.get(e["target"])

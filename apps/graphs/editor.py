@@ -47,8 +47,13 @@ def back(request: HttpRequest, tab: Tab | None, **changes) -> HttpResponse:
 
 
 def _render(request: HttpRequest, context: dict) -> HttpResponse:
-    template = "editor/editor.html#editor" if request.htmx else "editor/editor.html"
-    return render(request, template, context)
+    if not request.htmx:
+        return render(request, "editor/editor.html", context)
+    response = render(request, "editor/editor.html#editor", context)
+    # Keep the address bar on this tab and node, but without the run: a reload starts fresh.
+    query = urlencode([(k, v) for k, v in request.GET.items() if k in ("node", "view", "inside")])
+    response["HX-Push-Url"] = request.path + (f"?{query}" if query else "")
+    return response
 
 
 # -- pages ----------------------------------------------------------------------------------

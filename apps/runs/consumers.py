@@ -69,7 +69,7 @@ def catch_up(run_id: str) -> str:
     parts = [render_to_string("editor/_badge.html", {"card": _Card(node_id, status), "oob": True})
              for node_id, status in run.nodes.items()]
     rows = "".join(render_to_string("editor/_log_row.html", {"entry": e}) for e in run.log)
-    parts.append(f'<ol id="log" class="log" aria-live="polite" hx-swap-oob="true">{rows}</ol>')
+    parts.append(f'<ol id="log" class="log" aria-live="polite" aria-label="Execution Log" hx-swap-oob="true">{rows}</ol>')
     parts.append(render_to_string("editor/_run_status.html", {"run": run, "oob": True}))
     return "".join(parts)
 

@@ -39,6 +39,7 @@ MAX_CLASSES = 64              # integer tensors with at most this many distinct 
 CHUNK = 1 << 18               # elements per step of a pass: 1 MiB of float32 stays in cache
 FINE_BINS = 1 << 15           # bins of the histogram that locates order statistics
 SORT_AT_MOST = 1 << 16        # this many values or fewer are simply sorted
+MAX_PIECES = 16               # a chunk with more NaN/Inf than this is compacted, not split into views
 DIRECT_COUNT_SPAN = 1 << 20   # integer ranges this narrow are counted value by value
 TABLE_MAX_COLUMNS = 64
 TABLE_MAX_ROWS = 200_000
@@ -204,26 +205,25 @@ def _scan(flat: torch.Tensor, dtype: type, *, keep: bool, sample_at: np.ndarray 
     """One pass in chunks: extremes, NaN/Inf/zero counts, the sample, and (``keep``) the finite values."""
     scan = _Scan()
     scratch = np.empty(min(CHUNK, flat.numel()), dtype=dtype)
-    is_zero = np.empty(scratch.size, dtype=bool)
+    flags = np.empty(scratch.size, dtype=bool)
     raw = _as_numpy(flat)
     starts = range(0, flat.numel(), CHUNK)
     if sample_at is not None:
         bounds = np.searchsorted(sample_at, [*starts, flat.numel()]).tolist()
     for step, start in enumerate(starts):
         chunk = _widen(raw[start:start + CHUNK], dtype)   # a view when already that dtype
-        scan.zeros += int(np.count_nonzero(np.equal(chunk, 0, out=is_zero[:chunk.size])))  # faster than on floats
+        scan.zeros += int(np.count_nonzero(np.equal(chunk, 0, out=flags[:chunk.size])))  # faster than on floats
         if sample_at is not None:
             scan.sample.append(chunk[sample_at[bounds[step]:bounds[step + 1]] - start])
         lo, hi = float(chunk.min()), float(chunk.max())   # NaN or ±Inf when there are any
-        if not (math.isfinite(lo) and math.isfinite(hi)):  # NaN or ±Inf somewhere in this chunk
-            chunk = _drop_non_finite(chunk, scan)
-            if not chunk.size:
-                continue
-            lo, hi = float(chunk.min()), float(chunk.max())
-        scan.widen(lo, hi)
-        if keep:
-            scan.chunks.append(chunk)
-            scan.moments.add(chunk, scratch, lo, hi)
+        pieces = [chunk] if math.isfinite(lo) and math.isfinite(hi) else _finite_pieces(chunk, scan, flags)
+        for piece in pieces:
+            if piece is not chunk:
+                lo, hi = float(piece.min()), float(piece.max())
+            scan.widen(lo, hi)
+            if keep:
+                scan.chunks.append(piece)
+                scan.moments.add(piece, scratch, lo, hi)
     return scan
 
 
@@ -238,12 +238,21 @@ def _widen(part: np.ndarray, dtype: type) -> np.ndarray:
     return part.astype(dtype, copy=False)
 
 
-def _drop_non_finite(chunk: np.ndarray, scan: _Scan) -> np.ndarray:
-    bad = np.flatnonzero(~np.isfinite(chunk))   # few, as a rule
+def _finite_pieces(chunk: np.ndarray, scan: _Scan, flags: np.ndarray) -> list[np.ndarray]:
+    """Count a chunk's NaN and ±Inf; its finite values as the views between them.
+
+    Views, not a copy: there are few such values as a rule, and fresh memory for a copy
+    costs more (page faults) than the copy itself. Many of them: one compacted copy.
+    """
+    not_finite = np.logical_not(np.isfinite(chunk, out=flags[:chunk.size]), out=flags[:chunk.size])
+    bad = np.flatnonzero(not_finite)
     nan = int(np.isnan(chunk[bad]).sum())
     scan.nan += nan
     scan.inf += bad.size - nan
-    return np.delete(chunk, bad)
+    if bad.size > MAX_PIECES:
+        return [np.delete(chunk, bad)] if bad.size < chunk.size else []
+    bounds = [-1, *bad.tolist(), chunk.size]
+    return [chunk[a + 1:b] for a, b in zip(bounds, bounds[1:]) if b - a > 1]
 
 
 def _sample_positions(n: int, size: int, seed: int) -> np.ndarray:
@@ -315,7 +324,7 @@ def _histogram(edges: list[float], below: list[int], n: int) -> dict:
 # --------------------------------------------------------------- order statistics
 
 class _FineBins:
-    """A monotone map from values in [lo, hi] to FINE_BINS bins.
+    """A monotone map from values in [lo, hi] to bins 0 … FINE_BINS (the maximum may land on the last).
 
     Monotone (x <= y gives bin(x) <= bin(y)) is all that correctness needs: every value in
     a lower bin is below every value in a higher one. Each step is one IEEE operation with
@@ -331,18 +340,22 @@ class _FineBins:
         self.lo = dtype(lo)
         self.scale = dtype(min(FINE_BINS / span, largest))
         self.dtype = dtype
+        self.count = FINE_BINS + 1
         self._position = np.empty(CHUNK, dtype=dtype)
-        self._index = np.empty(CHUNK, dtype=np.int32)   # int32: converts from floats fastest
+        self._index = {np.int32: np.empty(CHUNK, np.int32), np.intp: np.empty(CHUNK, np.intp)}
 
-    def index(self, values: np.ndarray) -> np.ndarray:
-        """Bin numbers (into a reused buffer when the array fits it: use before the next call)."""
+    def index(self, values: np.ndarray, kind: type = np.intp) -> np.ndarray:
+        """Bin numbers, as ``kind`` (int32 converts faster; intp indexes faster).
+
+        The result may be a reused buffer: use it before the next call.
+        """
         k = values.size
         position = self._position[:k] if k <= CHUNK else np.empty(k, self.dtype)
-        index = self._index[:k] if k <= CHUNK else np.empty(k, np.int32)
+        index = self._index[kind][:k] if k <= CHUNK else np.empty(k, kind)
         np.subtract(values * self.dtype(0.5) if self.halve else values, self.lo, out=position)
         np.multiply(position, self.scale, out=position)
         np.copyto(index, position, casting="unsafe")   # truncates: positions are >= 0
-        return np.minimum(index, FINE_BINS - 1, out=index)
+        return index
 
 
 def _order_statistics(values: _Values, ranks: list[int], thresholds: list[float]) -> tuple[list[float], list[int]]:
@@ -356,9 +369,9 @@ def _order_statistics(values: _Values, ranks: list[int], thresholds: list[float]
     bins = _FineBins(values.lo, values.hi, dtype)
 
     # Pass 1: how many values each fine bin holds, hence the bin of every wanted rank.
-    counts = np.zeros(FINE_BINS, dtype=np.int64)
+    counts = np.zeros(bins.count, dtype=np.int64)
     for chunk in values.chunks:
-        counts += np.bincount(bins.index(chunk), minlength=FINE_BINS)
+        counts += np.bincount(bins.index(chunk, np.int32), minlength=bins.count)
     ends = np.cumsum(counts)
     rank_bins = np.searchsorted(ends, ranks, side="right").tolist()
     threshold_bins = dict(zip(inside, bins.index(np.array(inside, dtype=dtype)).tolist()))
@@ -401,7 +414,7 @@ def _order_statistics(values: _Values, ranks: list[int], thresholds: list[float]
 
 def _gather_bins(chunks: list[np.ndarray], bins: _FineBins, wanted: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """The values lying in the wanted fine bins, and their bin numbers."""
-    lookup = np.zeros(FINE_BINS, dtype=bool)
+    lookup = np.zeros(bins.count, dtype=bool)
     lookup[wanted] = True
     values, numbers = [], []
     for chunk in chunks:

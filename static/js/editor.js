@@ -99,6 +99,7 @@
       disarm();
       armed = { node: node, port: port.dataset.port, type: port.dataset.type };
       port.classList.add("armed");
+      port.setAttribute("aria-pressed", "true");
     } else if (armed) {
       connect(node, port.dataset.port);
     }
@@ -109,7 +110,7 @@
   }
   function disarm() {
     armed = null;
-    document.querySelectorAll(".port.armed").forEach(function (p) { p.classList.remove("armed"); });
+    document.querySelectorAll(".port.armed").forEach(function (p) { p.classList.remove("armed"); p.setAttribute("aria-pressed", "false"); });
   }
 
   // -- Shift-click selects several nodes (segments build on this) -------------------------
@@ -118,7 +119,8 @@
     if (!card || !event.shiftKey) return;
     event.preventDefault();
     card.classList.toggle("multi");
-    card.setAttribute("aria-selected", card.classList.contains("multi") ? "true" : "false");
+    var label = card.getAttribute("aria-label").replace(/, selected$/, "");
+    card.setAttribute("aria-label", card.classList.contains("multi") ? label + ", selected" : label);
     offerSegment();
   }, true);
   function offerSegment() {
@@ -179,7 +181,8 @@
     if (el.id.indexOf("badge-") === 0 && FINISHED.test(el.className)) {
       htmx.trigger(document.body, "node-finished", { node: el.id.slice(6) });
     } else if (el.id === "run-status" && /status-(succeeded|failed|cancelled)/.test(el.className)) {
-      htmx.trigger(document.body, "run-finished", {});
+      // The run is over: re-render the editor so everything (Stop, Runs panel, Backward…) is current.
+      htmx.ajax("GET", window.location.pathname + "?" + (editor().dataset.state || ""), { target: "#editor", swap: "outerHTML" });
     }
   });
 
