@@ -21,4 +21,5 @@ urlpatterns = [
     path("api/runs/<str:run_id>/cancel", runs_api.run_cancel, name="api-run-cancel"),
     path("api/health", runs_api.health, name="api-health"),
     path("api/execution/outputs/", include("apps.inspector.api_urls")),
+    path("api/execution/outputs/", include("apps.stats.urls")),
 ]

@@ -6,12 +6,14 @@ from typing import Any
 from urllib.parse import urlencode
 
 import codefyui
+from django.template.defaultfilters import filesizeformat
 from apps.runs import service
 from apps.runs.engine import available_devices, resolve_device
 from apps.runs.models import Run
 from apps.inspector.capture_state import RunView
 from apps.inspector.panel import TABS, Inspection, segment_view
 from apps.runs.store import get_store
+from apps.stats.cache import get_cache as get_stats_cache
 from codefyui.access import visible_to
 
 from . import document, edits, palette, segments, subgraphs, workspace
@@ -192,9 +194,16 @@ def device_choices(prefs: Prefs) -> dict[str, Any]:
 
 
 def server_usage() -> dict[str, Any]:
-    return {"version": codefyui.__version__,
-            "nodes": len(palette.catalogue()), "presets": 0,
-            "stores": {"Recorded outputs": get_store().usage(), "Execution cache": service.cache_usage()}}
+    """This Server: version, counts, and each in-memory store's usage against its budget."""
+    runs, cache, stats = get_store().usage(), service.cache_usage(), get_stats_cache().usage()
+    budget = lambda n: filesizeformat(n) if n else "unbounded"  # noqa: E731
+    return {"version": codefyui.__version__, "nodes": len(palette.catalogue()), "presets": 0, "stores": [
+        ("Recorded outputs", f"{runs['runs']} of {runs['max_runs']} runs, "
+                             f"{filesizeformat(runs['bytes'])} of {budget(runs['max_bytes'])}"),
+        ("Execution cache", f"{cache['entries']} results in {cache['instances']} caches, "
+                            f"at most {cache['max_entries_each']} each"),
+        ("Stats cache", f"{stats['entries']} summaries, {filesizeformat(stats['bytes'])} of {budget(stats['max_bytes'])}"),
+    ]}
 
 
 def runs_panel(request) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import torch
 from django.http import Http404, HttpRequest, HttpResponse
 
 from apps.runs.models import Run
-from apps.runs.store import StoreUnreachable, get_store
+from apps.runs.store import Capture, StoreUnreachable, get_store
 from codefyui.access import get_visible
 from codefyui.api import ApiError, api, json_response
 
@@ -17,8 +17,9 @@ from .capture_state import UNREACHABLE
 
 DEFAULT_MAX_ELEMENTS, MAX_ELEMENTS_CAP = 4096, 1_000_000
 TEXT_LIMIT = 4000
-GONE = ("is no longer held by the server (evicted, deleted, or the server restarted). "
-        "Turn on Record node outputs (Settings → Recording & Inspection) and re-run the graph to capture port data.")
+CAPTURE_HINT = ("Turn on Record node outputs (Settings → Recording & Inspection) "
+                "and re-run the graph to capture port data.")
+GONE = f"is no longer held by the server (evicted, deleted, or the server restarted). {CAPTURE_HINT}"
 
 
 def _run(request: HttpRequest, run_id: str) -> Run:
@@ -69,19 +70,25 @@ def port_value_by_query(request: HttpRequest, run_id: str) -> HttpResponse:
     return _value(request, run_id, node_id, port)
 
 
-def _value(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
-    run = _run(request, run_id)
+def captured(request: HttpRequest, run_id: str, node_id: str, port: str) -> tuple[str, Capture]:
+    """(run key, capture) of a port the user may see, or the API's 404 / 503 saying why not.
+    The outputs and the stats endpoints share these rules."""
+    key = str(_run(request, run_id).id)
     store = get_store()
-    if not _store_call(store.has_run, str(run.id)):
+    capture = _store_call(store.get, key, node_id, port)
+    if capture is None and not _store_call(store.has_run, key):
         raise ApiError(404, f"run '{run_id}' {GONE}")
-    capture = _store_call(store.get, str(run.id), node_id, port)
     if capture is None:
-        raise ApiError(404, f"port '{port}' of node '{node_id}' was not captured in run '{run_id}'. "
-                            "Turn on Record node outputs and re-run the graph to capture port data.")
+        raise ApiError(404, f"port '{port}' of node '{node_id}' was not captured in run '{run_id}'. {CAPTURE_HINT}")
+    return key, capture
+
+
+def _value(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
+    key, capture = captured(request, run_id, node_id, port)
     if capture.value is None:
         return HttpResponse(status=204)
     body = payload(capture.value, request.GET.get("slice", ""), _max_elements(request))
-    return json_response({**body, "run_id": str(run.id), "node_id": node_id, "port": port})
+    return json_response({**body, "run_id": key, "node_id": node_id, "port": port})
 
 
 def _max_elements(request: HttpRequest) -> int:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
 from apps.graphs import document, edits
@@ -71,7 +72,8 @@ def edge_summary(request: HttpRequest, tab_id: int, edge_id: str) -> HttpRespons
     return render(request, template, {
         "tab": tab, "edge": edge, "title": f"{labels[source]} → {labels[edge['target']]} ({port})",
         "state": state, "rows": rows, "page": page, "port": port,
-        "stats_url": f"{reverse('node-details', args=[tab.pk, source])}?{state_query({**page, 'node': ''})}&pane=stats&port={port}",
+        "stats_url": f"{reverse('node-details', args=[tab.pk, source])}?{state_query({**page, 'node': ''})}"
+                     f"&pane=stats&port={port}#stats-{slugify('out.' + port)}",
         "back_url": f"{reverse('editor-tab', args=[tab.pk])}?{state_query(page)}",
     })
 

@@ -12,6 +12,8 @@ from codefyui.api import ApiError, api, json_body, json_response
 
 from . import service
 from .models import Run
+from apps.stats.cache import get_cache as get_stats_cache
+
 from .store import get_store
 
 
@@ -76,5 +78,6 @@ def run_cancel(request: HttpRequest, run_id: str) -> HttpResponse:
 def health(request: HttpRequest) -> HttpResponse:
     return json_response({
         "status": "ok", "version": codefyui.__version__, "nodes": len(palette.catalogue()), "presets": 0,
-        "stores": {"run_output_store": get_store().usage(), "execution_cache": service.cache_usage()},
+        "stores": {"run_output_store": get_store().usage(), "execution_cache": service.cache_usage(),
+                   "stats_cache": get_stats_cache().usage()},
     })

@@ -24,6 +24,8 @@ import orjson
 
 from codefyui import conf
 
+from .summary import summarise
+
 Key = tuple[str, str, str, int]
 
 # Shared by every cache: at most four summaries are computed at once in this process.
@@ -106,3 +108,9 @@ def set_cache(cache: SummaryCache | None) -> None:
     global _cache
     with _cache_lock:
         _cache = cache
+
+
+def port_summary(run_id: str, node_id: str, port: str, serial: int, value) -> dict:
+    """The summary of one capture, computed once (per write serial) and cached."""
+    return get_cache().get((run_id, node_id, port, serial), lambda: summarise(
+        value, threshold=conf.STATS_SAMPLE_THRESHOLD, sample_size=conf.STATS_SAMPLE_SIZE))

@@ -12,14 +12,14 @@ bins from min to max, each [left, right) but the last [left, right]. float16 and
 are summarised in float32, integers in float64 (as numpy does).
 
 Speed (DESIGN.md, "Performance notes"). The data is walked in cache-sized chunks, so the
-always-exact figures and the moments cost one trip through memory. The passes are
-single-threaded numpy: faster here than torch's kernels for bincount and masked selects,
-and steady on a busy server, where torch's thread team stalls when cores are shared
-(a request runs on one core; several requests use several). Quantiles and
-histogram counts are order statistics found without a full sort: one pass counts the
-values in 32768 fine bins, which tells the bin holding each wanted rank and each
-histogram edge; a second pass gathers only those few bins' values, and only they are
-sorted (a crowded bin is split again the same way).
+always-exact figures and the moments cost one trip through memory. Quantiles and histogram
+counts are order statistics found without a full sort: one pass counts the values in
+32768 fine bins, which tells the bin holding each wanted rank and each histogram edge; a
+second pass gathers only those few bins' values, and only they are sorted (a crowded bin
+is split again the same way). The passes are single-threaded numpy: faster here than
+torch's kernels for bincount and masked selects, and steady on a busy server, where
+torch's thread team stalls when a core is taken (one summary uses one core; the cache's
+pool runs a few at once). Buffers are reused: fresh memory costs page faults.
 """
 from __future__ import annotations
 
@@ -82,13 +82,15 @@ def _num(x: float | None) -> float | None:
 
 def tensor_summary(tensor: torch.Tensor, *, threshold: int, sample_size: int, seed: int = 0) -> dict:
     dtype = tensor.dtype
-    if tensor.layout != torch.strided or not (dtype.is_floating_point or dtype in INTEGER_DTYPES):
-        return {"kind": "unsupported", "type": f"tensor ({dtype}, {tensor.layout})"}
+    if tensor.layout != torch.strided or tensor.is_meta or not (dtype.is_floating_point or dtype in INTEGER_DTYPES):
+        return {"kind": "unsupported", "type": f"tensor ({dtype}, {tensor.layout}, {tensor.device})"}
     head = {"kind": "tensor", "shape": list(tensor.shape), "dtype": str(dtype), "device": str(tensor.device),
             "count": tensor.numel()}
     flat = tensor.detach().reshape(-1).cpu()
     if dtype in (torch.uint16, torch.uint32, torch.uint64):  # few torch ops take these
         flat = flat.to(torch.int64)
+    elif dtype.is_floating_point and dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        flat = flat.to(torch.float32)   # float8 and the like: numpy has no such dtype
     if dtype in INTEGER_DTYPES:
         balance = _class_balance(flat)
         if balance is not None:
@@ -102,8 +104,7 @@ def _numeric_summary(flat: torch.Tensor, *, threshold: int, sample_size: int, se
     integer = flat.dtype in INTEGER_DTYPES
     dtype = np.float64 if integer or flat.dtype == torch.float64 else np.float32
     sampled = n > threshold and 0 < sample_size < n
-    positions = _sample_positions(n, sample_size, seed) if sampled else None
-    scan = _scan(flat, dtype, keep=not sampled, sample_at=positions)
+    scan = _scan(flat, dtype, keep=not sampled, sampler=_Sampler(n, sample_size, seed) if sampled else None)
     values = _sample_values(np.concatenate(scan.sample)) if sampled else scan.values()
     out = {
         "sampled": sampled, "sample_size": sample_size if sampled else None,
@@ -201,20 +202,17 @@ class _Scan:
         return _Values(self.chunks, m.n, self.lo, self.hi, m.mean if m.n else None, m.std)
 
 
-def _scan(flat: torch.Tensor, dtype: type, *, keep: bool, sample_at: np.ndarray | None) -> _Scan:
+def _scan(flat: torch.Tensor, dtype: type, *, keep: bool, sampler: _Sampler | None) -> _Scan:
     """One pass in chunks: extremes, NaN/Inf/zero counts, the sample, and (``keep``) the finite values."""
     scan = _Scan()
     scratch = np.empty(min(CHUNK, flat.numel()), dtype=dtype)
     flags = np.empty(scratch.size, dtype=bool)
     raw = _as_numpy(flat)
-    starts = range(0, flat.numel(), CHUNK)
-    if sample_at is not None:
-        bounds = np.searchsorted(sample_at, [*starts, flat.numel()]).tolist()
-    for step, start in enumerate(starts):
+    for start in range(0, flat.numel(), CHUNK):
         chunk = _widen(raw[start:start + CHUNK], dtype)   # a view when already that dtype
         scan.zeros += int(np.count_nonzero(np.equal(chunk, 0, out=flags[:chunk.size])))  # faster than on floats
-        if sample_at is not None:
-            scan.sample.append(chunk[sample_at[bounds[step]:bounds[step + 1]] - start])
+        if sampler is not None:   # a stratum may reach a little past the chunk: index the whole array
+            scan.sample.append(_widen(raw[sampler.positions_before(start + chunk.size)], dtype))
         lo, hi = float(chunk.min()), float(chunk.max())   # NaN or ±Inf when there are any
         pieces = [chunk] if math.isfinite(lo) and math.isfinite(hi) else _finite_pieces(chunk, scan, flags)
         for piece in pieces:
@@ -255,16 +253,28 @@ def _finite_pieces(chunk: np.ndarray, scan: _Scan, flags: np.ndarray) -> list[np
     return [chunk[a + 1:b] for a, b in zip(bounds, bounds[1:]) if b - a > 1]
 
 
-def _sample_positions(n: int, size: int, seed: int) -> np.ndarray:
-    """``size`` sorted positions in [0, n): one drawn uniformly from each of ``size`` equal strata.
+class _Sampler:
+    """A seeded stratified sample: ``size`` equal strata over [0, n), one position drawn in each.
 
-    Stratified rather than independent draws: just as random per element, a little more
-    accurate, and sorted, so the scan picks the sample up from cache as it passes.
+    Stratified rather than independent draws: as random for each element, a little more
+    accurate, and in order, so the scan picks the sample up from cache as it passes. Drawn
+    a chunk at a time: small arrays, no big allocation (whose page faults cost more here
+    than the drawing).
     """
-    positions = np.random.default_rng(seed).random(size)
-    positions += np.arange(size)
-    positions *= n / size
-    return np.minimum(positions.astype(np.int64), n - 1)
+
+    def __init__(self, n: int, size: int, seed: int):
+        self.n, self.size, self.stride = n, size, n / size
+        self.random = np.random.default_rng(seed)
+        self.drawn = 0   # strata drawn so far
+
+    def positions_before(self, end: int) -> np.ndarray:
+        """The positions drawn in the strata that start before ``end`` (not drawn yet)."""
+        upto = self.size if end >= self.n else min(self.size, math.ceil(end / self.stride))
+        positions = np.arange(self.drawn, upto, dtype=np.float64)
+        positions += self.random.random(positions.size, dtype=np.float32)   # 24 bits are plenty within a stratum
+        positions *= self.stride
+        self.drawn = upto
+        return np.minimum(positions.astype(np.int64), self.n - 1)
 
 
 def _sample_values(sample: np.ndarray) -> _Values:
@@ -311,7 +321,7 @@ def _histogram_edges(lo: float, hi: float, dtype: type) -> list[float]:
     if not np.isfinite(edges).all():  # the span overflows: work on halves in float64
         edges = (np.linspace(lo / 2, hi / 2, HISTOGRAM_BINS + 1) * 2).astype(dtype)
         edges[0], edges[-1] = lo, hi
-    return edges.tolist()
+    return np.maximum.accumulate(edges).tolist()   # never decreasing, even across subnormals
 
 
 def _histogram(edges: list[float], below: list[int], n: int) -> dict:
@@ -341,17 +351,14 @@ class _FineBins:
         self.scale = dtype(min(FINE_BINS / span, largest))
         self.dtype = dtype
         self.count = FINE_BINS + 1
-        self._position = np.empty(CHUNK, dtype=dtype)
-        self._index = {np.int32: np.empty(CHUNK, np.int32), np.intp: np.empty(CHUNK, np.intp)}
+        self._position = np.empty(CHUNK, dtype=dtype)   # reused: fresh memory costs page faults
+        self._index = np.empty(CHUNK, dtype=np.intp)
 
-    def index(self, values: np.ndarray, kind: type = np.intp) -> np.ndarray:
-        """Bin numbers, as ``kind`` (int32 converts faster; intp indexes faster).
-
-        The result may be a reused buffer: use it before the next call.
-        """
+    def index(self, values: np.ndarray) -> np.ndarray:
+        """Bin numbers; for a chunk, in a reused buffer, valid until the next call."""
         k = values.size
         position = self._position[:k] if k <= CHUNK else np.empty(k, self.dtype)
-        index = self._index[kind][:k] if k <= CHUNK else np.empty(k, kind)
+        index = self._index[:k] if k <= CHUNK else np.empty(k, np.intp)
         np.subtract(values * self.dtype(0.5) if self.halve else values, self.lo, out=position)
         np.multiply(position, self.scale, out=position)
         np.copyto(index, position, casting="unsafe")   # truncates: positions are >= 0
@@ -371,7 +378,7 @@ def _order_statistics(values: _Values, ranks: list[int], thresholds: list[float]
     # Pass 1: how many values each fine bin holds, hence the bin of every wanted rank.
     counts = np.zeros(bins.count, dtype=np.int64)
     for chunk in values.chunks:
-        counts += np.bincount(bins.index(chunk, np.int32), minlength=bins.count)
+        counts += np.bincount(bins.index(chunk), minlength=bins.count)
     ends = np.cumsum(counts)
     rank_bins = np.searchsorted(ends, ranks, side="right").tolist()
     threshold_bins = dict(zip(inside, bins.index(np.array(inside, dtype=dtype)).tolist()))
@@ -380,6 +387,9 @@ def _order_statistics(values: _Values, ranks: list[int], thresholds: list[float]
     starts = dict(zip(wanted, (ends[wanted] - counts[wanted]).tolist()))
     if max(sizes.values()) == values.n:   # one bin holds everything (a tiny span): just sort
         return _by_sorting(np.concatenate(values.chunks), ranks, thresholds)
+    ties = _heavy_ties(values, bins, {b for b in wanted if sizes[b] > SORT_AT_MOST})
+    if ties:   # ReLU zeros, masked scores: a value so frequent that gathering its bin would cost
+        return _around_ties(values, ranks, thresholds, ties)
 
     # Pass 2: only the wanted bins' values. Small bins are sorted together (bins follow
     # each other in value order); a crowded bin is split again on its own.
@@ -399,7 +409,8 @@ def _order_statistics(values: _Values, ranks: list[int], thresholds: list[float]
     # Below a threshold in bin b: all values of lower bins, plus those of bin b under it.
     small_thresholds = [t for t, b in threshold_bins.items() if b not in crowded]
     under = np.searchsorted(ordered, np.array(small_thresholds, dtype=dtype)).tolist()
-    below_small = {t: starts[threshold_bins[t]] + u - offsets[threshold_bins[t]] for t, u in zip(small_thresholds, under)}
+    below_small = {t: starts[b] + u - offsets[b]
+                   for t, u, b in zip(small_thresholds, under, (threshold_bins[t] for t in small_thresholds))}
     below = []
     for t in thresholds:
         if t <= values.lo or t > values.hi:
@@ -412,14 +423,61 @@ def _order_statistics(values: _Values, ranks: list[int], thresholds: list[float]
     return at_rank, below
 
 
+def _heavy_ties(values: _Values, bins: _FineBins, crowded: set[int]) -> dict[float, tuple[int, int]]:
+    """Of the minimum, the maximum and zero, those in a crowded bin that repeat more than
+    SORT_AT_MOST times: value -> (how many times, how many values lie below it)."""
+    dtype = values.chunks[0].dtype.type
+    candidates = [v for v in {values.lo, values.hi, 0.0} if values.lo <= v <= values.hi]
+    in_crowd = bins.index(np.array(candidates, dtype=dtype)).tolist()
+    candidates = [v for v, b in zip(candidates, in_crowd) if b in crowded]
+    if not candidates:
+        return {}
+    equal, below = dict.fromkeys(candidates, 0), dict.fromkeys(candidates, 0)
+    flags = np.empty(max(c.size for c in values.chunks), dtype=bool)
+    for chunk in values.chunks:
+        for v in candidates:
+            equal[v] += int(np.count_nonzero(np.equal(chunk, v, out=flags[:chunk.size])))
+            if values.lo < v:
+                below[v] += int(np.count_nonzero(np.less(chunk, v, out=flags[:chunk.size])))
+    return {v: (equal[v], below[v]) for v in candidates if equal[v] > SORT_AT_MOST}
+
+
+def _around_ties(values: _Values, ranks: list[int], thresholds: list[float],
+                 ties: dict[float, tuple[int, int]]) -> tuple[list[float], list[int]]:
+    """Order statistics with a few heavily repeated values set aside: the other values are
+    handled as usual, and each repeated value goes back in as a block at its place."""
+    blocks = [(v, count, below) for v, (count, below) in ties.items()]   # block v: ranks below … below+count-1
+    rest = []
+    for chunk in values.chunks:
+        keep = np.ones(chunk.size, dtype=bool)
+        for v in ties:
+            keep &= chunk != v
+        if keep.any():
+            rest.append(chunk[keep])
+    others = _Values(rest, sum(c.size for c in rest), min((float(c.min()) for c in rest), default=None),
+                     max((float(c.max()) for c in rest), default=None))
+    in_block, other_ranks = {}, []
+    for r in ranks:
+        block = [v for v, count, below in blocks if below <= r < below + count]
+        if block:
+            in_block[r] = block[0]
+        else:   # the same value's rank among the others: minus the blocks before it
+            other_ranks.append(r - sum(count for _, count, below in blocks if below + count <= r))
+    at, under = _order_statistics(others, other_ranks, thresholds) if others.n else ([], [0] * len(thresholds))
+    found = iter(at)
+    return ([in_block[r] if r in in_block else next(found) for r in ranks],
+            [u + sum(count for v, count, _ in blocks if v < t) for u, t in zip(under, thresholds)])
+
+
 def _gather_bins(chunks: list[np.ndarray], bins: _FineBins, wanted: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """The values lying in the wanted fine bins, and their bin numbers."""
     lookup = np.zeros(bins.count, dtype=bool)
     lookup[wanted] = True
     values, numbers = [], []
+    hits = np.empty(min(CHUNK, max(c.size for c in chunks)), dtype=bool)
     for chunk in chunks:
         index = bins.index(chunk)
-        hit = lookup.take(index)
+        hit = np.take(lookup, index, out=hits[:index.size]) if index.size <= hits.size else lookup[index]
         values.append(chunk[hit])
         numbers.append(index[hit])
     return np.concatenate(values), np.concatenate(numbers)
@@ -495,7 +553,8 @@ def _is_table(value: Any) -> bool:
     """A columnar dict of equal-length lists, a list of records or a list of primitives."""
     if isinstance(value, dict):
         columns = list(value.values())
-        return bool(columns) and all(isinstance(c, (list, tuple)) for c in columns) and len({len(c) for c in columns}) == 1
+        return (bool(columns) and all(isinstance(c, (list, tuple)) for c in columns)
+                and len({len(c) for c in columns}) == 1)
     if isinstance(value, (list, tuple)):
         return all(isinstance(row, dict) for row in value) or all(_is_primitive(v) for v in value)
     return False

@@ -180,7 +180,7 @@ def test_renaming_in_details_returns_to_details(student_client, tab):
 def test_stats_pane_summarises_every_port(student_client, tab, finished):
     """ND7: Stats shows summary statistics for every port, computed on the server."""
     body = student_client.get(f"/editor/{tab.pk}/details/softmax/?run={finished.pk}&pane=stats").content.decode()
-    assert body.count('aria-label="Statistics of') == 2 and "zero fraction" in body
+    assert body.count('aria-label="Statistics of') == 2 and "Zero fraction" in body
 
 
 def test_clicking_an_edge_after_a_run_summarises_what_flowed(student_client, tab, finished):
@@ -188,5 +188,5 @@ def test_clicking_an_edge_after_a_run_summarises_what_flowed(student_client, tab
     edge = next(e["id"] for e in tab.document["edges"] if e["source"] == "reshape")
     body = student_client.get(f"/editor/{tab.pk}/edges/{edge}/?run={finished.pk}").content.decode()
     assert "Reshape → Softmax (tensor)" in body and "[1, 16]" in body and "torch.float32" in body
-    assert f"/editor/{tab.pk}/details/reshape/?run={finished.pk}&amp;pane=stats&amp;port=tensor" in body
+    assert f"/editor/{tab.pk}/details/reshape/?run={finished.pk}&amp;pane=stats&amp;port=tensor#stats-outtensor" in body
     assert "Nothing captured yet" in student_client.get(f"/editor/{tab.pk}/edges/{edge}/").content.decode()

@@ -84,7 +84,7 @@ async def test_a_reconnect_catches_up_on_what_it_missed(student):
     snapshot = await communicator.receive_from(timeout=5)
     assert 'id="badge-input" class="badge badge-completed" hx-swap-oob="true"' in snapshot
     assert "Error: 16 values cannot be reshaped to [-1, 784]" in snapshot
-    assert '<ol id="log" class="log" aria-live="polite" hx-swap-oob="true">' in snapshot and "[x] 1" in snapshot
+    assert '<ol id="log" class="log" aria-live="polite" aria-label="Execution Log" hx-swap-oob="true">' in snapshot and "[x] 1" in snapshot
     assert "Run failed" in snapshot and "reshape failed" in snapshot
     await communicator.disconnect()
 
