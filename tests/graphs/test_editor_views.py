@@ -263,3 +263,13 @@ def test_reset_all_weights_asks_first_then_drops_the_tabs_layers(student_client,
     assert "Reset all persisted weights for this graph?" in body and WEIGHTS.count(f"tab-{tab.pk}") == 1
     body = student_client.post(url(tab, "weights/reset"), {"confirm": "yes"}, follow=True).content.decode()
     assert "Persisted weights cleared (1)" in body and WEIGHTS.count(f"tab-{tab.pk}") == 0
+
+
+def test_switching_tabs_keeps_each_tabs_last_run(student_client, tab, student):
+    """Selecting nodes and switching tabs never lose the tab's run (only a reload does)."""
+    run = Run.objects.create(owner=student, status=Run.Status.SUCCEEDED)
+    tab.last_run = run
+    tab.save()
+    other = Tab.objects.create(owner=student, title="other")
+    body = page(student_client, other)
+    assert f'href="/editor/{tab.pk}/?run={run.pk}"' in body
