@@ -379,24 +379,23 @@ def run(request: HttpRequest, tab_id: int) -> HttpResponse:
     return back(request, tab, run=str(started.id))
 
 
-@require_POST
-def run_stop(request: HttpRequest, run_id: str) -> HttpResponse:
-    target = get_visible(Run.objects, request.user, run_id)
+def _run_action(request: HttpRequest, run_id: str, action) -> HttpResponse:
+    """Stop or Delete from the Runs panel; a run in the wrong state says why."""
     try:
-        service.cancel_run(target)
+        action(get_visible(Run.objects, request.user, run_id))
     except service.RunConflict as exc:
         messages.info(request, str(exc))
     return _back_to(request)
 
 
 @require_POST
+def run_stop(request: HttpRequest, run_id: str) -> HttpResponse:
+    return _run_action(request, run_id, service.cancel_run)
+
+
+@require_POST
 def run_delete(request: HttpRequest, run_id: str) -> HttpResponse:
-    target = get_visible(Run.objects, request.user, run_id)
-    try:
-        service.delete_run(target)
-    except service.RunConflict as exc:
-        messages.error(request, str(exc))
-    return _back_to(request)
+    return _run_action(request, run_id, service.delete_run)
 
 
 @require_POST

@@ -63,11 +63,15 @@ def port_value(request: HttpRequest, run_id: str, node_id: str, port: str) -> Ht
 
 @api("GET")
 def port_value_by_query(request: HttpRequest, run_id: str) -> HttpResponse:
-    """For node ids containing '/' (subgraph inner nodes): ?node_id=&port=."""
+    return _value(request, run_id, *port_from_query(request))
+
+
+def port_from_query(request: HttpRequest) -> tuple[str, str]:
+    """(node_id, port) from ?node_id=&port=: how ids containing '/' (nodes in a block) are asked for."""
     node_id, port = request.GET.get("node_id", ""), request.GET.get("port", "")
     if not node_id or not port:
         raise ApiError(400, "Send node_id and port as query parameters")
-    return _value(request, run_id, node_id, port)
+    return node_id, port
 
 
 def captured(request: HttpRequest, run_id: str, node_id: str, port: str) -> tuple[str, Capture]:

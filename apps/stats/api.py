@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 
-from apps.inspector.api import captured
-from codefyui.api import ApiError, api, json_response
+from apps.inspector.api import captured, port_from_query
+from codefyui.api import api, json_response
 
 from .cache import port_summary
 
@@ -21,11 +21,7 @@ def port_stats(request: HttpRequest, run_id: str, node_id: str, port: str) -> Ht
 
 @api("GET")
 def port_stats_by_query(request: HttpRequest, run_id: str) -> HttpResponse:
-    """For node ids containing '/': ?node_id=&port=."""
-    node_id, port = request.GET.get("node_id", ""), request.GET.get("port", "")
-    if not node_id or not port:
-        raise ApiError(400, "Send node_id and port as query parameters")
-    return _stats(request, run_id, node_id, port)
+    return _stats(request, run_id, *port_from_query(request))
 
 
 def _stats(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
