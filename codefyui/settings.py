@@ -105,7 +105,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "home"
+LOGIN_REDIRECT_URL = "editor"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en"
