@@ -102,9 +102,9 @@ def open_block(request, doc: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def inspector(request, doc: dict[str, Any], node_id: str, run: Run | None, view: str) -> dict[str, Any]:
-    tab = TABS[view]
+    tab, ins = TABS[view], inspection(request, doc, node_id, run)
     return {"tabs": list(TABS.values()), "current": tab, "template": tab.template,
-            **tab.context(inspection(request, doc, node_id, run))}
+            "label": document.node_label(edits.find_node(ins.doc, node_id)), **tab.context(ins)}
 
 
 def page_state(request, selected: str, run: Run | None, block: dict[str, Any] | None = None) -> dict[str, str]:

@@ -31,7 +31,6 @@ def inspect_panel(request: HttpRequest, tab_id: int, node_id: str) -> HttpRespon
     state = page_state(request, node_id, run)
     return render(request, "inspector/_panel.html", {
         "tab": tab, "state": state, "state_query": state_query(state), "base_query": state_query({**state, "node": ""}),
-        "selected": {"label": document.node_label(edits.find_node(shown, node_id))},
         "inspector": inspector(request, tab.document, node_id, run, state["view"] or "forward")})
 
 

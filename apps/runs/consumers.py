@@ -7,6 +7,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
+from apps.graphs import subgraphs
 from apps.graphs.editor_context import badge
 from codefyui.access import visible_to
 
@@ -32,6 +33,9 @@ class RunConsumer(AsyncWebsocketConsumer):
 
     async def run_event(self, message):
         html = fragment(message["event"])
+        node_id = message["event"].get("node_id") or ""
+        if "/" in node_id:  # a node inside a block: its block's card shows the rolled-up status
+            html += await database_sync_to_async(block_badges)(self.run_id, [node_id])
         if html:
             await self.send(text_data=html)
 
@@ -63,11 +67,20 @@ def fragment(event: dict) -> str:
     return "".join(parts)
 
 
+def block_badges(run_id: str, inner_ids: list[str]) -> str:
+    """Badges of the blocks holding these inner nodes, rolled up from the Run row."""
+    statuses = Run.objects.get(pk=run_id).nodes
+    blocks = {node_id.split("/", 1)[0] for node_id in inner_ids if "/" in node_id}
+    return "".join(render_to_string("editor/_badge.html", {
+        "card": _Card(block, subgraphs.rolled_up_status(block, statuses)), "oob": True}) for block in sorted(blocks))
+
+
 def catch_up(run_id: str) -> str:
     """Everything the page should show for the run now (after a (re)connect)."""
     run = Run.objects.get(pk=run_id)
     parts = [render_to_string("editor/_badge.html", {"card": _Card(node_id, status), "oob": True})
-             for node_id, status in run.nodes.items()]
+             for node_id, status in run.nodes.items() if "/" not in node_id]
+    parts.append(block_badges(run_id, list(run.nodes)))
     rows = "".join(render_to_string("editor/_log_row.html", {"entry": e}) for e in run.log)
     parts.append(f'<ol id="log" class="log" aria-live="polite" aria-label="Execution Log" hx-swap-oob="true">{rows}</ol>')
     parts.append(render_to_string("editor/_run_status.html", {"run": run, "oob": True}))

@@ -174,13 +174,16 @@
   document.addEventListener("htmx:afterSwap", applyZoom);
 
   // -- pushed progress: tell waiting Inspector rows their node (or the run) finished --------
+  // Read the statuses from the message itself: htmx settles a swapped element's class later.
   var FINISHED = /badge-(completed|cached|error|skipped)/;
-  document.addEventListener("htmx:oobAfterSwap", function (event) {
-    var el = event.target;  // the element swapped in (detail.target is the one it replaced)
-    if (!el || !el.id) return;
-    if (el.id.indexOf("badge-") === 0 && FINISHED.test(el.className)) {
-      htmx.trigger(document.body, "node-finished", { node: el.id.slice(6) });
-    } else if (el.id === "run-status" && /status-(succeeded|failed|cancelled)/.test(el.className)) {
+  document.addEventListener("htmx:wsAfterMessage", function (event) {
+    var t = document.createElement("template");
+    t.innerHTML = event.detail.message;
+    t.content.querySelectorAll("[id^='badge-']").forEach(function (b) {
+      if (FINISHED.test(b.className)) htmx.trigger(document.body, "node-finished", { node: b.id.slice(6) });
+    });
+    var status = t.content.querySelector("#run-status");
+    if (status && /status-(succeeded|failed|cancelled)/.test(status.className)) {
       // The run is over: re-render the editor so everything (Stop, Runs panel, Backward…) is current.
       htmx.ajax("GET", window.location.pathname + "?" + (editor().dataset.state || ""), { target: "#editor", swap: "outerHTML" });
     }
@@ -233,7 +236,10 @@
       if (typing) return;
       var step = event.key === "ArrowLeft" ? "previous" : event.key === "ArrowRight" ? "next" : null;
       var link = step && d.querySelector("a[data-step=" + step + "]");
-      if (link) { event.preventDefault(); link.click(); }
+      if (link) {
+        event.preventDefault();
+        htmx.ajax("GET", link.getAttribute("hx-get"), { target: "#details", swap: "outerHTML" }).then(enableRename);
+      }
       return;
     }
     if (event.key === "Enter" && tabId() && !event.target.closest("input, textarea, select, button, a")) {

@@ -47,7 +47,8 @@ def test_softmax_is_heat_coloured(student_client, tab, finished):
 def test_reshape_shows_the_shape_change_instead_of_heat(student_client, tab, finished):
     """WK10, IN4: on Reshape the divider shows [1, 4, 4] → [1, 16]."""
     body = page(student_client, tab, f"node=reshape&run={finished.pk}")
-    assert '<span class="shape-chip">[1, 4, 4] → [1, 16]</span>' in body and 'class="changed"' not in body
+    assert '<span class="shape-chip" aria-label="Shape changes: [1, 4, 4] → [1, 16]">[1, 4, 4] → [1, 16]</span>' in body
+    assert 'class="changed"' not in body
 
 
 def test_a_tensor_row_shows_meta_and_values(student_client, tab, finished):

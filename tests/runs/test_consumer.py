@@ -92,3 +92,15 @@ async def test_a_reconnect_catches_up_on_what_it_missed(student):
 async def test_a_malformed_run_id_is_refused(student):
     connected, _ = await socket(student, "not-a-uuid").connect()
     assert not connected
+
+
+async def test_a_block_shows_the_rolled_up_status_of_its_inside(student):
+    """Nodes inside a block have no card: the block's badge speaks for them."""
+    run = await database_sync_to_async(Run.objects.create)(
+        owner=student, status=Run.Status.RUNNING,
+        nodes={"block-1/a": {"status": "completed"}, "block-1/b": {"status": "running"}})
+    communicator = socket(student, run.pk)
+    await communicator.connect()
+    snapshot = await communicator.receive_from(timeout=5)
+    assert 'id="badge-block-1" class="badge badge-running"' in snapshot and "badge-block-1/a" not in snapshot
+    await communicator.disconnect()
