@@ -13,6 +13,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -114,9 +115,86 @@ def main() -> None:
     median_224 = statistics.median(timed(client, relu)[0] for _ in range(REPEATS))
 
     latencies = asyncio.run(concurrent(client, relu))
-    print(f"{CLIENTS} concurrent clients x {PER_CLIENT} requests of the [1, 3, 224, 224] fragment through the "
-          f"ASGI handler: median {statistics.median(latencies):.1f} ms, p95 {percentile(latencies, 0.95):.1f} ms")
+    print(f"{CLIENTS} concurrent clients x {PER_CLIENT} requests, in-process ASGI handler (clients share the "
+          f"server's CPU): median {statistics.median(latencies):.1f} ms, p95 {percentile(latencies, 0.95):.1f} ms")
+    latencies = served()
+    print(f"{CLIENTS} concurrent clients x {PER_CLIENT} requests of the [1, 3, 224, 224] fragment from a Daphne "
+          f"server: median {statistics.median(latencies):.1f} ms, p95 {percentile(latencies, 0.95):.1f} ms")
     print(f"figure: inspector_224_fragment_median_ms = {median_224:.2f}")
+
+
+def served() -> list[float]:
+    """The real path: Daphne in its own process runs the graph (captures live there), then
+    30 client threads in this process ask for the Inspector fragment at once."""
+    import http.client
+    import json
+    import socket
+    import subprocess
+
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+
+    from apps.runs.models import ApiToken
+
+    user = get_user_model().objects.get(username="bench")
+    tab = Tab.objects.get(owner=user)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "DJANGO_ALLOWED_HOSTS": "127.0.0.1"}
+    profile = ["-m", "cProfile", "-o", os.environ["BENCH_PROFILE"]] if os.environ.get("BENCH_PROFILE") else []
+    server = subprocess.Popen([sys.executable, *profile, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                               "codefyui.asgi:application"], env=env, cwd=Path(__file__).resolve().parent.parent,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def request(method, path, body=None, headers=None):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request(method, path, body=body, headers=headers or {})
+            response = conn.getresponse()
+            data = response.read()
+            conn.close()
+            return response.status, data
+
+        for _ in range(100):  # wait for the server
+            try:
+                request("GET", "/login/")
+                break
+            except OSError:
+                time.sleep(0.1)
+        token = {"Authorization": f"Bearer {ApiToken.issue(user)}", "Content-Type": "application/json"}
+        status, body = request("POST", "/api/runs", json.dumps({"graph": tab.document, "options": {"seed": 1}}), token)
+        run_id = json.loads(body)["run_id"]
+        while json.loads(request("GET", f"/api/runs/{run_id}", headers=token)[1])["status"] in ("queued", "running"):
+            time.sleep(0.05)
+        session = SessionStore()
+        session.update({SESSION_KEY: str(user.pk), BACKEND_SESSION_KEY: "django.contrib.auth.backends.ModelBackend",
+                        HASH_SESSION_KEY: user.get_session_auth_hash()})
+        session.create()
+        headers = {"Cookie": f"sessionid={session.session_key}", "HX-Request": "true"}
+        path = f"/editor/{tab.pk}/inspect/relu/?run={run_id}"
+        assert request("GET", path, headers=headers)[0] == 200
+        latencies: list[float] = []
+        lock = threading.Lock()
+        barrier = threading.Barrier(CLIENTS)
+
+        def one_client() -> None:
+            barrier.wait()
+            for _ in range(PER_CLIENT):
+                started = time.perf_counter()
+                status, _ = request("GET", path, headers=headers)
+                assert status == 200, status
+                with lock:
+                    latencies.append((time.perf_counter() - started) * 1e3)
+
+        threads = [threading.Thread(target=one_client) for _ in range(CLIENTS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return latencies
+    finally:
+        server.send_signal(__import__("signal").SIGINT)  # lets a profiled server write its profile
+        server.wait(20)
 
 
 if __name__ == "__main__":

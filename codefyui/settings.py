@@ -57,6 +57,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "codefyui.middleware.OneThreadStack",  # last: see its docstring
 ]
 
 ROOT_URLCONF = "codefyui.urls"
