@@ -95,13 +95,14 @@ def export(user) -> tuple[bytes, str]:
 
 
 def with_tab_settings(doc: dict[str, Any], form) -> dict[str, Any]:
-    """The document with the tab's Settings rows from a form (unchecked boxes are off)."""
+    """The document with the Settings rows a section's form carries: the toggles it lists in
+    ``_keys`` (an unchecked box is off) and the Random seed if it has that field."""
     new = json.loads(json.dumps(doc))
     settings = new.setdefault("settings", {})
-    for key in TAB_TOGGLES:
+    for key in set(form.get("_keys", "").split(",")) & set(TAB_TOGGLES):
         settings[key] = form.get(key) in ("on", "true", "1")
-    if not settings["capture_gradients"]:  # Auto-synthesize loss needs Capture gradients
+    if not settings.get("capture_gradients"):  # Auto-synthesize loss needs Capture gradients
         settings["auto_synthesize_loss"] = False
-    seed = (form.get("seed") or "").strip()
-    settings["seed"] = seed
+    if "seed" in form:
+        settings["seed"] = form.get("seed", "").strip()
     return document.normalise(new)

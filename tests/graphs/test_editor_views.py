@@ -156,7 +156,9 @@ def test_a_strangers_run_id_in_the_url_is_ignored(client, stranger, student, tab
 
 def test_tab_settings_are_saved_with_the_graph(student_client, tab):
     """SP1, SP4, SP8, SP14: tab rows are saved with it; Auto-synthesize loss needs Capture gradients."""
-    student_client.post(url(tab, "settings"), {"verbose_internals": "on", "auto_synthesize_loss": "on", "seed": "9"})
+    student_client.post(url(tab, "settings"), {"_keys": "record_outputs,verbose_internals", "verbose_internals": "on"})
+    student_client.post(url(tab, "settings"), {"_keys": "capture_gradients,auto_synthesize_loss",
+                                               "auto_synthesize_loss": "on", "seed": "9"})
     tab.refresh_from_db()
     settings = tab.document["settings"]
     assert settings["record_outputs"] is False and settings["verbose_internals"] is True
@@ -164,7 +166,7 @@ def test_tab_settings_are_saved_with_the_graph(student_client, tab):
 
 
 def test_a_bad_seed_is_refused(student_client, tab):
-    body = student_client.post(url(tab, "settings"), {"record_outputs": "on", "seed": "soon"}, follow=True).content.decode()
+    body = student_client.post(url(tab, "settings"), {"seed": "soon"}, follow=True).content.decode()
     assert "settings.seed: must be a whole number or blank" in body
 
 
@@ -173,6 +175,7 @@ def test_record_node_outputs_is_on_by_default(student_client, student):
     student_client.post("/editor/tabs/new")
     body = page(student_client, Tab.objects.get(owner=student))
     assert '<input type="checkbox" name="record_outputs" checked> Record node outputs' in body
+    assert body.index("Recording &amp; Inspection") < body.index("Compare segment") < body.index("Training Behavior")
 
 
 def test_browser_prefs_live_in_a_cookie_and_grid_snap_snaps_existing_nodes(student_client, tab):

@@ -84,11 +84,12 @@ def test_an_expired_run(student_client, tab, finished, fresh_store):
 
 def test_record_off_asks_for_the_setting_then_invites_a_run(student_client, tab, student):
     """IN12, WK12: a run with Record node outputs off captured nothing."""
-    student_client.post(f"/editor/{tab.pk}/settings", {})  # every box unchecked: recording off
+    REC = "record_outputs,verbose_internals"
+    student_client.post(f"/editor/{tab.pk}/settings", {"_keys": REC})  # every box unchecked: recording off
     student_client.post(f"/editor/{tab.pk}/run", {"device": "follow"})
     run = service.wait_for(Run.objects.get(owner=student).pk)
     assert "turn on Record node outputs" in page(student_client, tab, f"node=softmax&run={run.pk}")
-    student_client.post(f"/editor/{tab.pk}/settings", {"record_outputs": "on"})
+    student_client.post(f"/editor/{tab.pk}/settings", {"_keys": REC, "record_outputs": "on"})
     assert "Run the graph to capture its values" in page(student_client, tab, f"node=softmax&run={run.pk}")
 
 
@@ -127,7 +128,8 @@ def test_steps_and_backward_show_their_empty_states(student_client, tab, finishe
 
 def test_steps_show_one_row_per_step_with_verbose_internals(student_client, tab, student):
     """IN5, TR1: with Verbose internals on, Softmax's __steps__ trace renders one row at a time."""
-    student_client.post(f"/editor/{tab.pk}/settings", {"record_outputs": "on", "verbose_internals": "on"})
+    student_client.post(f"/editor/{tab.pk}/settings", {"_keys": "record_outputs,verbose_internals",
+                                                       "record_outputs": "on", "verbose_internals": "on"})
     student_client.post(f"/editor/{tab.pk}/run", {"device": "follow"})
     run = service.wait_for(Run.objects.get(owner=student).pk)
     body = page(student_client, tab, f"node=softmax&run={run.pk}&view=steps")
