@@ -276,3 +276,30 @@ def test_switching_tabs_keeps_each_tabs_last_run(student_client, tab, student):
     other = Tab.objects.create(owner=student, title="other")
     body = page(student_client, other)
     assert f'href="/editor/{tab.pk}/?run={run.pk}"' in body
+
+
+def test_server_rows_speak_about_the_server(student_client, tab):
+    """SP3, SP6, SP7: LLM Providers, Optional Packs & Plugins and This Server are about the server;
+    offline, the Codex row says no provider is configured; the centres count what is installed."""
+    body = page(student_client, tab)
+    assert "ChatGPT Codex account" in body and "No LLM provider is configured on this server" in body
+    assert "Package Center" in body and "0 packs installed" in body
+    assert "Plugin Center" in body and "0 plugins installed, 0 available" in body
+
+
+def test_tooltips_show_descriptions_on_the_canvas_and_in_the_sidebar_until_turned_off(student_client, tab):
+    """SP18: Show node tooltips (on by default): the description card on hover, canvas and sidebar."""
+    body = page(student_client, tab)
+    assert 'title="Turns scores into probabilities' in body and 'title="Softmax: Turns scores' in body
+    student_client.post("/editor/prefs", {"tooltips": "false"})
+    body = page(student_client, tab)
+    assert 'title="Turns scores into probabilities' not in body and 'title="Softmax: Turns scores' not in body
+
+
+def test_connection_style_applies_to_trigger_edges_too(student_client, tab):
+    """SP20: Circuit (default) draws right-angled traces, Curve smooth curves; trigger edges follow."""
+    circuit = page(student_client, tab).split('class="edge trigger"')[0].rsplit("<path", 1)[1]
+    assert " H" in circuit and " C" not in circuit
+    student_client.post("/editor/prefs", {"connection_style": "curve"})
+    curve = page(student_client, tab).split('class="edge trigger"')[0].rsplit("<path", 1)[1]
+    assert " C" in curve

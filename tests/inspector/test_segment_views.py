@@ -31,7 +31,7 @@ def test_create_segment_wraps_the_path_in_a_bubble_and_the_inspector_shows_it(st
 
 
 def test_exactly_two_nodes_are_needed(student_client, tab):
-    """IN19: Create segment needs exactly two selected nodes."""
+    """IN19, SP10: Create segment needs exactly two selected nodes."""
     body = student_client.post(f"/editor/{tab.pk}/segments/create", {"node": ["reshape"]}, follow=True).content.decode()
     assert "Create segment needs exactly two selected nodes." in body
 
