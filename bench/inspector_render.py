@@ -173,6 +173,12 @@ def served() -> list[float]:
         headers = {"Cookie": f"sessionid={session.session_key}", "HX-Request": "true"}
         path = f"/editor/{tab.pk}/inspect/relu/?run={run_id}"
         assert request("GET", path, headers=headers)[0] == 200
+        one_by_one = []
+        for _ in range(30):
+            started = time.perf_counter()
+            request("GET", path, headers=headers)
+            one_by_one.append((time.perf_counter() - started) * 1e3)
+        print(f"one client at a time from a Daphne server: median {statistics.median(one_by_one):.1f} ms")
         latencies: list[float] = []
         lock = threading.Lock()
         barrier = threading.Barrier(CLIENTS)
