@@ -48,3 +48,8 @@ def test_ensureadmin_creates_one_administrator(monkeypatch, capsys):
     admin = get_user_model().objects.get(is_superuser=True)
     assert admin.check_password("a-long-class-password")
     assert "CODEFYUI_ADMIN_PASSWORD" in capsys.readouterr().out
+
+
+def test_a_missing_page_says_so_plainly(student_client):
+    response = student_client.get("/editor/999999/")
+    assert response.status_code == 404 and "belongs to someone else" in response.content.decode()
