@@ -3,7 +3,6 @@ its #editor partial from the same template); every POST applies one change and a
 303 back to the editor, so the same forms work with and without JavaScript."""
 from __future__ import annotations
 
-import json
 from urllib.parse import parse_qsl, urlencode
 
 from django.contrib import messages

@@ -9,12 +9,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from apps.graphs import document, edits, subgraphs
-from apps.graphs.editor_context import (inspected_run, inspection, node_panel, page_state, run_view,
-                                        state_query)
+from apps.graphs.editor_context import (inspected_run, inspection, node_panel, page_state, state_query)
 from apps.graphs.models import Tab
 from codefyui.access import get_visible
 
-from . import capture_state as cs
 from .panel import TABS, forward_rows
 from .stats_pane import stats_rows_for
 

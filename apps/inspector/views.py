@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
-from apps.graphs import document, edits
+from apps.graphs import document
 from apps.graphs.editor_context import (inspected_run, inspection, inspector, page_state, run_view,
                                         state_query)
 from apps.graphs.models import Tab
