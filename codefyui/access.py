@@ -2,6 +2,7 @@
 here, so the rule lives in one place: a student sees only their own graphs and runs."""
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db.models import Model, QuerySet
 from django.http import Http404
 
@@ -13,13 +14,17 @@ def visible_to(queryset: QuerySet, user) -> QuerySet:
     return queryset.filter(owner=user)
 
 
+def find_visible(queryset: QuerySet, user, pk) -> Model | None:
+    """One object the user may see, or None (also for a malformed id)."""
+    try:
+        return visible_to(queryset, user).filter(pk=pk).first()
+    except (ValueError, TypeError, ValidationError):
+        return None
+
+
 def get_visible(queryset: QuerySet, user, pk) -> Model:
     """One object the user may see, or Http404 (never 403: a stranger learns nothing)."""
-    try:
-        return visible_to(queryset, user).get(pk=pk)
-    except (queryset.model.DoesNotExist, ValueError, TypeError):
-        raise Http404("Not found") from None
-    except Exception as exc:  # a malformed UUID is a ValidationError
-        if exc.__class__.__name__ == "ValidationError":
-            raise Http404("Not found") from None
-        raise
+    found = find_visible(queryset, user, pk)
+    if found is None:
+        raise Http404("Not found")
+    return found

@@ -247,8 +247,7 @@ def _settings(value: Any, problems: list[str]) -> dict[str, Any]:
         problems.append(f"settings.seed: must be a whole number or blank, not {seed!r}")
     else:
         settings["seed"] = int(seed)
-    for flag in ("record_outputs", "verbose_internals", "persist_weights", "capture_gradients",
-                 "auto_synthesize_loss", "deterministic"):
+    for flag in (k for k, v in RUN_SETTINGS_DEFAULTS.items() if isinstance(v, bool)):
         if flag in settings and not isinstance(settings[flag], bool):
             problems.append(f"settings.{flag}: must be true or false")
     if "device" in settings and not isinstance(settings["device"], str):

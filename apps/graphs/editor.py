@@ -150,18 +150,21 @@ def workspace_export(request: HttpRequest) -> HttpResponse:
 
 # -- edits ----------------------------------------------------------------------------------
 
-def _edit(request: HttpRequest, tab_id: int, change, activate: bool = False, **state) -> HttpResponse:
+def _edit(request: HttpRequest, tab_id: int, change, new: str = "", **state) -> HttpResponse:
     """Apply one edit as one undo step; a refused edit says why and changes nothing.
-    ``activate``: the edit returns (document, segment id) and that segment becomes active."""
+    A change may return (document, id of what it made): ``new="select"`` selects that node,
+    ``new="activate"`` makes that segment the active one."""
     tab = _tab(request, tab_id)
     try:
-        new = change(tab.document)
+        result = change(tab.document)
     except edits.EditError as exc:
         messages.error(request, str(exc))
         return back(request, tab)
-    new, active = (new if activate else (new[0] if isinstance(new, tuple) else new, None))
-    tab.apply(new, active)
+    doc, made = result if isinstance(result, tuple) else (result, None)
+    tab.apply(doc, made if new == "activate" else None)
     tab.save(update_fields=Tab.HISTORY_FIELDS)
+    if new == "select":
+        state["node"] = made
     return back(request, tab, **state)
 
 
@@ -174,17 +177,12 @@ def _number(request: HttpRequest, name: str, default: float = 0.0) -> float:
 
 @require_POST
 def node_add(request: HttpRequest, tab_id: int) -> HttpResponse:
-    tab = _tab(request, tab_id)
-    snap = Prefs.from_request(request).grid_snap
-    x, y = _number(request, "x", 48), _number(request, "y", 48 + 24 * (len(tab.document["nodes"]) % 12))
-    try:
-        doc, node_id = edits.add_node(tab.document, request.POST.get("type", ""), x, y, snap)
-    except edits.EditError as exc:
-        messages.error(request, str(exc))
-        return back(request, tab)
-    tab.apply(doc)
-    tab.save(update_fields=Tab.HISTORY_FIELDS)
-    return back(request, tab, node=node_id)
+    type_key, snap = request.POST.get("type", ""), Prefs.from_request(request).grid_snap
+
+    def add(doc):  # without a drop point, new nodes step down the left edge
+        y = _number(request, "y", 48 + 24 * (len(doc["nodes"]) % 12))
+        return edits.add_node(doc, type_key, _number(request, "x", 48), y, snap)
+    return _edit(request, tab_id, add, new="select")
 
 
 @require_POST
@@ -275,7 +273,7 @@ def segment_create(request: HttpRequest, tab_id: int) -> HttpResponse:
     if len(chosen) != 2 or chosen[0] == chosen[1]:
         messages.error(request, "Create segment needs exactly two selected nodes.")
         return back(request, _tab(request, tab_id))
-    return _edit(request, tab_id, lambda doc: edits.create_segment(doc, *chosen), activate=True, node="")
+    return _edit(request, tab_id, lambda doc: edits.create_segment(doc, *chosen), new="activate", node="")
 
 
 @require_POST
@@ -344,10 +342,6 @@ def prefs(request: HttpRequest) -> HttpResponse:
     return response
 
 
-def weights_scope(tab: Tab) -> str:
-    return f"tab-{tab.pk}"
-
-
 @require_POST
 def weights_reset(request: HttpRequest, tab_id: int) -> HttpResponse:
     """Reset all weights now: asks first, then drops every kept layer of this tab."""
@@ -355,7 +349,7 @@ def weights_reset(request: HttpRequest, tab_id: int) -> HttpResponse:
     if request.POST.get("confirm") != "yes":
         messages.warning(request, "Reset all persisted weights for this graph?")
         return back(request, tab, confirm_reset="1")
-    messages.success(request, f"Persisted weights cleared ({service.reset_weights(weights_scope(tab))})")
+    messages.success(request, f"Persisted weights cleared ({service.reset_weights(tab.weights_scope)})")
     return back(request, tab)
 
 
@@ -368,7 +362,7 @@ def run(request: HttpRequest, tab_id: int) -> HttpResponse:
     overrides = {"device": Prefs.from_request(request).device if device == "follow" else device}
     try:
         started = service.start_run(request.user, tab.document, graph=tab.graph, overrides=overrides,
-                                    weights_scope=weights_scope(tab))
+                                    weights_scope=tab.weights_scope)
     except service.RunRefused as exc:
         for problem in exc.problems:
             messages.error(request, problem)

@@ -5,16 +5,17 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-import codefyui
 from django.template.defaultfilters import filesizeformat
+
+import codefyui
+from apps.inspector.capture_state import RunView
+from apps.inspector.panel import TABS, Inspection, segment_view
 from apps.runs import service
 from apps.runs.engine import available_devices, resolve_device
 from apps.runs.models import Run
-from apps.inspector.capture_state import RunView
-from apps.inspector.panel import TABS, Inspection, segment_view
 from apps.runs.store import get_store
 from apps.stats.cache import get_cache as get_stats_cache
-from codefyui.access import visible_to
+from codefyui.access import find_visible, visible_to
 
 from . import document, edits, palette, segments, subgraphs, workspace
 from .canvas import layout
@@ -62,7 +63,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         query=query, search=palette.quick_search(query) if "q" in request.GET else None,
         settings=document.run_settings(doc), can_undo=bool(tab.undo_stack), can_redo=bool(tab.redo_stack),
         run_live=run is not None and not run.is_finished,
-        kept_weights=service.kept_weights(f"tab-{tab.pk}"),
+        kept_weights=service.kept_weights(tab.weights_scope),
     )
     active = segments.find(doc, tab.active_segment) if tab.active_segment and not block else None
     if active and segments.members_of(doc, active):  # an active segment beats a selected node
@@ -134,10 +135,7 @@ def inspected_run(request, tab: Tab | None) -> Run | None:
     run_id = request.GET.get("run", "")
     if not run_id or tab is None:
         return None
-    try:
-        return visible_to(Run.objects, request.user).filter(pk=run_id).first()
-    except Exception:  # not a UUID
-        return None
+    return find_visible(Run.objects, request.user, run_id)
 
 
 def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:

@@ -114,7 +114,7 @@ def connect(doc: dict[str, Any], source: str, source_port: str, target: str, tar
         raise EditError("Notes cannot be connected.")
     if source == target:
         raise EditError("A node cannot be connected to itself.")
-    out = next((p for p in src_cls.output_ports(_params(src)) if p.name == source_port), None)
+    out = next((p for p in src_cls.output_ports(params_of(src)) if p.name == source_port), None)
     if out is None:
         raise EditError(f"{document.node_label(src)} has no output '{source_port}'.")
     if out.type == "TRIGGER":
@@ -123,7 +123,7 @@ def connect(doc: dict[str, Any], source: str, source_port: str, target: str, tar
         doc["edges"].append({"id": _edge_id(doc), "type": "trigger", "source": source, "sourceHandle": source_port,
                              "target": target, "targetHandle": ""})
         return doc
-    port = dst_cls.input_port(target_port, _params(dst))
+    port = dst_cls.input_port(target_port, params_of(dst))
     if port is None:
         raise EditError(f"{document.node_label(dst)} has no input '{target_port}'.")
     if not types_compatible(out.type, port.type):
@@ -176,7 +176,7 @@ def compatible_sources(doc: dict[str, Any], target: str, target_port: str) -> li
     """(node id, port, label) of every output that may feed this input without a loop."""
     dst = find_node(doc, target)
     dst_cls = node_class(dst)
-    port = dst_cls.input_port(target_port, _params(dst)) if dst_cls else None
+    port = dst_cls.input_port(target_port, params_of(dst)) if dst_cls else None
     if port is None:
         return []
     options = []
@@ -184,7 +184,7 @@ def compatible_sources(doc: dict[str, Any], target: str, target_port: str) -> li
         cls = node_class(node)
         if cls is None or node["id"] == target or _reaches(doc, target, node["id"]):
             continue
-        for out in cls.output_ports(_params(node)):
+        for out in cls.output_ports(params_of(node)):
             if out.type != "TRIGGER" and types_compatible(out.type, port.type):
                 options.append((node["id"], out.name, f"{document.node_label(node)}.{out.name}"))
     return options
@@ -192,9 +192,20 @@ def compatible_sources(doc: dict[str, Any], target: str, target_port: str) -> li
 
 # -- params ---------------------------------------------------------------------------------
 
-def _params(node: dict[str, Any]) -> dict[str, Any]:
+def params_of(node: dict[str, Any]) -> dict[str, Any]:
+    """A node's params, coerced to their declared types (defaults for what is missing)."""
     cls = node_class(node)
     return cls.coerce_params(node.get("data", {}).get("params", {}))[0] if cls else {}
+
+
+def port_type(node: dict[str, Any], port: str, side: str) -> str:
+    """The declared type of a node's input ("in") or output ("out") port; ANY if unknown."""
+    cls = node_class(node)
+    if cls is None:
+        return "ANY"
+    params = params_of(node)
+    ports = cls.input_ports(params) if side == "in" else cls.output_ports(params)
+    return next((p.type for p in ports if p.name == port), "ANY")
 
 
 def set_params(doc: dict[str, Any], node_id: str, raw: dict[str, Any]) -> dict:

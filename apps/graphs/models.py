@@ -46,6 +46,11 @@ class Tab(models.Model):
     def __str__(self) -> str:
         return self.title
 
+    @property
+    def weights_scope(self) -> str:
+        """Whose kept layers Persist weights between runs reuses: this tab's."""
+        return f"tab-{self.pk}"
+
     def _snapshot(self) -> dict:
         return {"document": self.document, "active": self.active_segment}
 

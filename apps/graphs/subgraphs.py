@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 from . import document
-from .edits import EditError, _new_id, find_node, node_class
+from .edits import EditError, _new_id, find_node, node_class, port_type
 
 TYPE = "Subgraph"
 MAX_DEPTH = 10
@@ -50,8 +50,8 @@ def collapse(doc: dict[str, Any], ids: set[str]) -> tuple[dict[str, Any], str]:
         "position": {"x": min(n["position"]["x"] for n in inside), "y": min(n["position"]["y"] for n in inside)},
         "data": {"label": "Block", "params": {"subgraph": {
             "nodes": inside, "edges": inner_edges,
-            "inputs": [{"name": name, "node": n, "port": p, "type": _port_type(types[n], p, "in")} for (n, p), name in inputs.items()],
-            "outputs": [{"name": name, "node": n, "port": p, "type": _port_type(types[n], p, "out")} for (n, p), name in outputs.items()],
+            "inputs": [{"name": name, "node": n, "port": p, "type": port_type(types[n], p, "in")} for (n, p), name in inputs.items()],
+            "outputs": [{"name": name, "node": n, "port": p, "type": port_type(types[n], p, "out")} for (n, p), name in outputs.items()],
         }}},
     }
     doc["nodes"] = [n for n in doc["nodes"] if n["id"] not in ids] + [block]
@@ -68,13 +68,6 @@ def _port_name(ports: dict[tuple[str, str], str], node: str, port: str) -> str:
         name = port if port not in taken else f"{node}.{port}"
         ports[(node, port)] = name
     return ports[(node, port)]
-
-
-def _port_type(node: dict[str, Any], port: str, side: str) -> str:
-    cls = node_class(node)
-    params = cls.coerce_params(node["data"].get("params", {}))[0]
-    ports = cls.input_ports(params) if side == "in" else cls.output_ports(params)
-    return next((p.type for p in ports if p.name == port), "ANY")
 
 
 def expand(doc: dict[str, Any], block_id: str) -> dict[str, Any]:

@@ -9,10 +9,8 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.runs.models import Run
 from codefyui.access import visible_to
 
-from . import document
+from . import workspace
 from .models import Graph
-
-MAX_IMPORT_BYTES = 16 * 2**20
 
 
 @require_GET
@@ -26,17 +24,12 @@ def home(request: HttpRequest) -> HttpResponse:
 @require_POST
 def import_graph(request: HttpRequest) -> HttpResponse:
     upload = request.FILES.get("file")
-    if upload is None:
-        messages.error(request, "Choose a graph file (.json) to import.")
-    elif upload.size > MAX_IMPORT_BYTES:
-        messages.error(request, f"{upload.name} is larger than 16 MB; it cannot be a graph file.")
+    try:
+        doc = workspace.load_graph(workspace.read_upload(upload), upload.name)
+    except workspace.ImportRefused as exc:
+        messages.error(request, str(exc))
     else:
-        try:
-            doc = document.load(upload.read())
-        except document.DocumentError as exc:
-            messages.error(request, f"{upload.name} could not be imported: " + "; ".join(exc.problems))
-        else:
-            name = doc["name"] or upload.name.removesuffix(".json")
-            Graph.objects.create(owner=request.user, name=name[:200], document=doc)
-            messages.success(request, f"Imported {name}.")
+        name = doc["name"] or upload.name.removesuffix(".json")
+        Graph.objects.create(owner=request.user, name=name[:200], document=doc)
+        messages.success(request, f"Imported {name}.")
     return redirect("home")

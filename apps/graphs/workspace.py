@@ -17,9 +17,8 @@ EXAMPLES_DIR = Path(django_settings.BASE_DIR) / "examples"
 WORKSPACE_FORMAT = "codefyui-workspace"
 MAX_TABS, MAX_BYTES = 32, 64 * 2**20
 
-# The tab's rows of the Settings popover: (document settings key, label).
-TAB_TOGGLES = ("record_outputs", "verbose_internals", "persist_weights", "capture_gradients",
-               "auto_synthesize_loss", "deterministic")
+# The tab's on/off rows of the Settings popover: every boolean run setting.
+TAB_TOGGLES = tuple(k for k, v in document.RUN_SETTINGS_DEFAULTS.items() if isinstance(v, bool))
 
 
 class ImportRefused(Exception):
@@ -49,25 +48,34 @@ def new_tab(user, doc: dict[str, Any] | None = None, title: str = "", graph: Gra
                               document=doc or blank_document(), graph=graph)
 
 
-def import_file(user, upload) -> list[Tab]:
-    """A graph JSON file becomes one tab; a workspace file adds each of its tabs."""
+def read_upload(upload, what: str = "a graph (.json) file") -> bytes:
+    """An uploaded file's bytes, refused with a message when missing or too large."""
     if upload is None:
-        raise ImportRefused("Choose a graph (.json) or workspace (.cduiworkspace) file to import.")
+        raise ImportRefused(f"Choose {what} to import.")
     if upload.size > MAX_BYTES:
         raise ImportRefused(f"{upload.name} is larger than 64 MB.")
-    raw = upload.read()
+    return upload.read()
+
+
+def load_graph(raw: bytes, filename: str) -> dict[str, Any]:
+    """A graph file's document, or ImportRefused naming every problem."""
+    try:
+        return document.load(raw)
+    except document.DocumentError as exc:
+        raise ImportRefused(f"{filename} could not be imported: " + "; ".join(exc.problems)) from None
+
+
+def import_file(user, upload) -> list[Tab]:
+    """A graph JSON file becomes one tab; a workspace file adds each of its tabs."""
+    raw = read_upload(upload, "a graph (.json) or workspace (.cduiworkspace) file")
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         data = None
-    try:
-        if isinstance(data, dict) and data.get("format") == WORKSPACE_FORMAT:
-            return _import_workspace(user, data, upload.name)
-        doc = document.load(raw)
-    except document.DocumentError as exc:
-        raise ImportRefused(f"{upload.name} could not be imported: " + "; ".join(exc.problems)) from None
-    title = doc.get("name") or Path(upload.name).stem
-    return [new_tab(user, doc, title=title)]
+    if isinstance(data, dict) and data.get("format") == WORKSPACE_FORMAT:
+        return _import_workspace(user, data, upload.name)
+    doc = load_graph(raw, upload.name)
+    return [new_tab(user, doc, title=doc.get("name") or Path(upload.name).stem)]
 
 
 def _import_workspace(user, data: dict[str, Any], filename: str) -> list[Tab]:

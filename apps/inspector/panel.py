@@ -76,15 +76,12 @@ def forward_rows(ins: Inspection) -> tuple[list[Row], list[Row], str]:
     for e in doc["edges"]:
         if e["target"] != ins.node_id or document.is_trigger(e):
             continue
-        source = next(n for n in doc["nodes"] if n["id"] == e["source"])
-        src_cls = edits.node_class(source)
-        out_type = next((p.type for p in src_cls.output_ports(edits._params(source)) if p.name == e["sourceHandle"]), "ANY") if src_cls else "ANY"
+        out_type = edits.port_type(edits.find_node(doc, e["source"]), e["sourceHandle"], "out")
         inputs.append(_row(ins, f"in.{e['id']}", "in", f"{labels[e['source']]}.{e['sourceHandle']}", out_type,
                            e["source"], e["sourceHandle"]))
-    params = edits._params(node)
-    for port in ins.block_inputs.get(ins.node_id, []) if cls else []:  # fed from outside the open block
-        declared = cls.input_port(port, params)
-        inputs.append(_row(ins, f"block.{port}", "in", port, declared.type if declared else "ANY",
+    params = edits.params_of(node)
+    for port in ins.block_inputs.get(ins.node_id, []):  # fed from outside the open block
+        inputs.append(_row(ins, f"block.{port}", "in", port, edits.port_type(node, port, "in"),
                            ins.node_id, port, from_block=True))
     outputs = [] if cls is None else [
         _row(ins, f"out.{p.name}", "out", p.name, p.type, *_producer(node, p.name))
@@ -164,15 +161,13 @@ def segment_view(ins: Inspection, group: dict[str, Any]) -> dict[str, Any]:
     members = segments.members_of(doc, group)
     inputs = []
     for e in segments.entering_edges(doc, members):
-        source = edits.find_node(doc, e["source"])
-        src_cls = edits.node_class(source)
-        out_type = next((p.type for p in src_cls.output_ports(edits._params(source)) if p.name == e["sourceHandle"]), "ANY") if src_cls else "ANY"
+        out_type = edits.port_type(edits.find_node(doc, e["source"]), e["sourceHandle"], "out")
         inputs.append(_row(ins, f"in.{e['id']}", "in", f"→ {labels[e['target']]}.{e['targetHandle']}", out_type,
                            e["source"], e["sourceHandle"]))
     tail = edits.find_node(doc, group["tailNodeId"])
     tail_cls = edits.node_class(tail)
     outputs = [_row(ins, f"out.{p.name}", "out", f"{labels[tail['id']]}.{p.name}", p.type, tail["id"], p.name)
-               for p in tail_cls.output_ports(edits._params(tail)) if p.type != "TRIGGER"] if tail_cls else []
+               for p in tail_cls.output_ports(edits.params_of(tail)) if p.type != "TRIGGER"] if tail_cls else []
     for row in inputs + outputs:
         if row.state.has_value:
             row.view = _view(ins, row)

@@ -23,15 +23,7 @@ def fmt(v: Any) -> str:
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
-        if math.isnan(v):
-            return "NaN"
-        if math.isinf(v):
-            return "Infinity" if v > 0 else "-Infinity"
-        if v.is_integer() and abs(v) < 1e15:
-            return str(int(v))
-        if abs(v) < 1e-3:
-            return f"{v:.2e}"
-        return f"{v:.4f}".rstrip("0").rstrip(".") if abs(v) < 1e15 else f"{v:.4e}"
+        return _fmt_float(v)
     return str(v)
 
 
@@ -161,6 +153,7 @@ def _formatter(t: torch.Tensor):
 
 
 def _fmt_float(v: float) -> str:
+    """The float case of ``fmt``, on its own: the grid calls it once per cell."""
     if v != v:
         return "NaN"
     if v in (math.inf, -math.inf):

@@ -9,7 +9,7 @@ from django.template.loader import render_to_string
 
 from apps.graphs import subgraphs
 from apps.graphs.editor_context import badge
-from codefyui.access import visible_to
+from codefyui.access import find_visible
 
 from . import push
 from .engine import events as ev
@@ -44,10 +44,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             return None
-        try:
-            return visible_to(Run.objects, user).filter(pk=self.run_id).first()
-        except Exception:  # not a UUID
-            return None
+        return find_visible(Run.objects, user, self.run_id)
 
 
 def fragment(event: dict) -> str:

@@ -109,11 +109,6 @@ def add_listener(listener: Callable[[ev.Event], None]) -> None:
     _listeners.append(listener)
 
 
-def remove_listener(listener: Callable[[ev.Event], None]) -> None:
-    if listener in _listeners:
-        _listeners.remove(listener)
-
-
 def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] | None = None,
               weights_scope: str = "") -> Run:
     """Validate, record a queued Run and hand it to the run pool. Raises RunRefused.
