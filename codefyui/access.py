@@ -2,7 +2,7 @@
 here, so the rule lives in one place: a student sees only their own graphs and runs."""
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db.models import Model, QuerySet
 from django.http import Http404
 
@@ -17,8 +17,8 @@ def visible_to(queryset: QuerySet, user) -> QuerySet:
 def find_visible(queryset: QuerySet, user, pk) -> Model | None:
     """One object the user may see, or None (also for a malformed id)."""
     try:
-        return visible_to(queryset, user).filter(pk=pk).first()
-    except (ValueError, TypeError, ValidationError):
+        return visible_to(queryset, user).get(pk=pk)  # get(), not first(): no ORDER BY to build
+    except (ObjectDoesNotExist, ValueError, TypeError, ValidationError):
         return None
 
 

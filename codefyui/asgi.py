@@ -3,9 +3,13 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "codefyui.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402
+import django  # noqa: E402
 
-django_application = get_asgi_application()
+django.setup(set_prefix=False)
+
+from codefyui.handler import SyncStackASGIHandler  # noqa: E402
+
+django_application = SyncStackASGIHandler()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

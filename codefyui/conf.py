@@ -19,7 +19,8 @@ def _int(name: str, default: int) -> int:
 
 
 # Capture store: the newest N runs and this many MiB (0 = no byte budget, run count only).
-RUN_OUTPUT_STORE_MAX_RUNS = 20
+# The seed fixes 20 runs; a school whose classes are larger can raise it.
+RUN_OUTPUT_STORE_MAX_RUNS = _int("CODEFYUI_RUN_OUTPUT_STORE_MAX_RUNS", 20)
 RUN_OUTPUT_STORE_MAX_MB = _int("CODEFYUI_RUN_OUTPUT_STORE_MAX_MB", 2048)
 
 # A shared school server must survive a student's mistake.

@@ -57,7 +57,6 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
-    "codefyui.middleware.OneThreadStack",  # last: see its docstring
 ]
 
 ROOT_URLCONF = "codefyui.urls"
@@ -80,7 +79,8 @@ TEMPLATES = [
 
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'codefyui.sqlite3'}"), conn_max_age=0
+        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'codefyui.sqlite3'}"), conn_max_age=600,
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
@@ -132,3 +132,4 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {"codefyui": {"handlers": ["console"], "level": os.environ.get("CODEFYUI_LOG_LEVEL", "INFO")}},
 }
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"  # the session row is read from memory, not per request

@@ -23,6 +23,13 @@ def blank_document() -> dict:
             "settings": {"record_outputs": True}}
 
 
+class TabManager(models.Manager):
+    def get_queryset(self) -> models.QuerySet:
+        # The undo history (up to 2 x UNDO_STEPS whole documents) is read only when an edit,
+        # undo or redo touches it, not by every request that shows the tab.
+        return super().get_queryset().defer("undo_stack", "redo_stack")
+
+
 class Tab(models.Model):
     """An open graph in a user's editor: its document (with the tab's run settings), the
     undo history, the run it last started, and the saved graph it came from, if any."""
@@ -39,6 +46,8 @@ class Tab(models.Model):
     redo_stack = models.JSONField(default=list)
     active_segment = models.CharField(max_length=200, blank=True)  # the segment the Inspector shows
     created = models.DateTimeField(auto_now_add=True)
+
+    objects = TabManager()
 
     class Meta:
         ordering = ["position", "pk"]

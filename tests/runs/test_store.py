@@ -90,3 +90,20 @@ def test_a_none_output_is_held_as_an_empty_port():
     store.put("r", "n", "grad_scaler_state", None)
     capture = store.get("r", "n", "grad_scaler_state")
     assert capture is not None and capture.value is None
+
+
+def test_the_run_limit_is_twenty_unless_the_school_raises_it(monkeypatch):
+    """ST1: the store keeps 20 runs by default; CODEFYUI_RUN_OUTPUT_STORE_MAX_RUNS raises it for a larger class."""
+    import importlib
+
+    from codefyui import conf
+    try:
+        monkeypatch.delenv("CODEFYUI_RUN_OUTPUT_STORE_MAX_RUNS", raising=False)
+        assert importlib.reload(conf).RUN_OUTPUT_STORE_MAX_RUNS == 20
+        assert MemoryCaptureStore().max_runs == 20
+        monkeypatch.setenv("CODEFYUI_RUN_OUTPUT_STORE_MAX_RUNS", "30")
+        assert importlib.reload(conf).RUN_OUTPUT_STORE_MAX_RUNS == 30
+        assert MemoryCaptureStore().max_runs == 30
+    finally:
+        monkeypatch.undo()
+        importlib.reload(conf)

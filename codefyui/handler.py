@@ -1,0 +1,31 @@
+"""Django's ASGI handler, serving each request in one hop to one long-lived sync thread.
+
+Every view and middleware here is sync. Django's stock handler gives each request a thread
+of its own (started and joined per request, with a fresh database connection) and, with
+the stack built in async mode, hops between the event loop and that thread for every
+middleware hook and the view. Under Daphne those hops, thread starts and connects cost more
+than rendering a small Inspector fragment (bench/inspector_render.py). Here the stack is built
+in sync mode and entered once, on the one thread Django keeps for thread-sensitive code, as
+a single-threaded WSGI server would: its database connection persists (CONN_MAX_AGE), and
+with the GIL nothing is lost in throughput. Long work never runs in a request: runs have
+their own pool (apps/runs), port statistics theirs (apps/stats/cache.py).
+WebSockets do not pass through here."""
+from __future__ import annotations
+
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIHandler
+
+
+class SyncStackASGIHandler(ASGIHandler):
+    chunk_size = 2**20  # a fragment's body goes to Daphne as one message, not 64 KiB pieces
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        super().load_middleware(is_async=False)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            raise ValueError(f"Django serves HTTP only, not {scope['type']}")
+        await self.handle(scope, receive, send)  # no per-request ThreadSensitiveContext
+
+    async def get_response_async(self, request):
+        return await sync_to_async(self.get_response, thread_sensitive=True)(request)
