@@ -1,0 +1,62 @@
+"""The ASGI handler: each request's middleware and view run in one hop, on one long-lived
+sync thread that keeps its database connection."""
+from __future__ import annotations
+
+import importlib
+import threading
+
+import pytest
+from asgiref.sync import sync_to_async
+from asgiref.testing import ApplicationCommunicator
+from django.core.signals import request_finished
+from django.db import connection
+
+from codefyui.handler import SyncStackASGIHandler
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+seen: list[tuple[int, int | None]] = []  # (thread, its database connection) as each request ends
+
+
+def note_where(**_) -> None:
+    seen.append((threading.get_ident(), id(connection.connection) if connection.connection else None))
+
+
+async def get(app, path: str, headers: list | None = None) -> tuple[int, bytes]:
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+             "headers": [(b"host", b"127.0.0.1"), *(headers or [])], "client": ("127.0.0.1", 1),
+             "server": ("127.0.0.1", 80)}
+    instance = ApplicationCommunicator(app, scope)
+    await instance.send_input({"type": "http.request", "body": b""})
+    start = await instance.receive_output(5)
+    body = b""
+    while True:
+        message = await instance.receive_output(5)
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    await instance.wait(5)
+    return start["status"], body
+
+
+async def test_requests_share_one_thread_and_its_database_connection():
+    app = SyncStackASGIHandler()
+    seen.clear()
+    request_finished.connect(note_where)
+    try:
+        for _ in range(3):  # a token lookup: each request reads the database
+            status, _ = await get(app, "/api/runs/00000000-0000-0000-0000-000000000000", [(b"authorization", b"Bearer not-a-token")])
+            assert status == 401
+    finally:
+        request_finished.disconnect(note_where)
+    assert len(seen) == 3 and len(set(seen)) == 1 and seen[0][1], seen  # same thread, same connection
+    assert seen[0][0] != threading.get_ident()  # and not the event loop's thread
+
+
+async def test_the_products_pages_come_through_it():
+    asgi = await sync_to_async(importlib.import_module)("codefyui.asgi")  # it touches the database
+    django_application = asgi.django_application
+    assert isinstance(django_application, SyncStackASGIHandler)
+    status, body = await get(django_application, "/login/")
+    assert status == 200 and b"Log in" in body, body[:300]
