@@ -9,7 +9,8 @@ in sync mode and entered once, on the one thread Django keeps for thread-sensiti
 a single-threaded WSGI server would: its database connection persists (CONN_MAX_AGE), and
 with the GIL nothing is lost in throughput. Long work never runs in a request: runs have
 their own pool (apps/runs), port statistics theirs (apps/stats/cache.py).
-WebSockets do not pass through here."""
+WebSockets do not pass through here; their consumers' short database reads
+(database_sync_to_async) use that same thread, as they always did."""
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
