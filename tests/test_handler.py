@@ -46,7 +46,8 @@ async def test_requests_share_one_thread_and_its_database_connection():
     request_finished.connect(note_where)
     try:
         for _ in range(3):  # a token lookup: each request reads the database
-            status, _ = await get(app, "/api/runs/00000000-0000-0000-0000-000000000000", [(b"authorization", b"Bearer not-a-token")])
+            status, _ = await get(app, "/api/runs/00000000-0000-0000-0000-000000000000",
+                                  [(b"authorization", b"Bearer not-a-token")])
             assert status == 401
     finally:
         request_finished.disconnect(note_where)

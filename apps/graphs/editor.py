@@ -22,7 +22,7 @@ from .prefs import Prefs
 
 
 def _tab(request: HttpRequest, tab_id: int) -> Tab:
-    return get_visible(Tab.objects, request.user, tab_id)
+    return get_visible(Tab.objects.with_history(), request.user, tab_id)
 
 
 STATE_KEYS = ("node", "run", "view", "panel", "inside")  # see editor_context.page_state
@@ -333,7 +333,7 @@ def prefs(request: HttpRequest) -> HttpResponse:
     old = Prefs.from_request(request)
     new = old.updated(request.POST)
     tab_id = request.POST.get("_tab")
-    tab = get_visible(Tab.objects, request.user, tab_id) if tab_id else None
+    tab = _tab(request, tab_id) if tab_id else None
     if new.grid_snap and not old.grid_snap and tab is not None:  # turning it on snaps what is there
         tab.apply(edits.snap_all(tab.document))
         tab.save(update_fields=Tab.HISTORY_FIELDS)

@@ -24,10 +24,15 @@ def blank_document() -> dict:
 
 
 class TabManager(models.Manager):
+    """Tabs without their undo history (up to 2 x UNDO_STEPS whole documents): the Inspector
+    and other readers never need it. The editor, which edits it and shows Undo / Redo, asks
+    for it with ``with_history()`` in the same query."""
+
     def get_queryset(self) -> models.QuerySet:
-        # The undo history (up to 2 x UNDO_STEPS whole documents) is read only when an edit,
-        # undo or redo touches it, not by every request that shows the tab.
         return super().get_queryset().defer("undo_stack", "redo_stack")
+
+    def with_history(self) -> models.QuerySet:
+        return super().get_queryset()
 
 
 class Tab(models.Model):
