@@ -2,6 +2,7 @@
 sync thread that keeps its database connection."""
 from __future__ import annotations
 
+import gc
 import importlib
 import threading
 
@@ -61,3 +62,13 @@ async def test_the_products_pages_come_through_it():
     assert isinstance(django_application, SyncStackASGIHandler)
     status, body = await get(django_application, "/login/")
     assert status == 200 and b"Log in" in body, body[:300]
+
+
+async def test_start_up_puts_its_heap_beyond_the_collector():
+    """What start-up built is frozen, so full collections under load walk only what requests make."""
+    gc.unfreeze()
+    try:
+        await sync_to_async(lambda: importlib.reload(importlib.import_module("codefyui.asgi")))()
+        assert gc.get_freeze_count() > 100_000
+    finally:
+        gc.unfreeze()
