@@ -144,16 +144,22 @@ def heat_strength(before: torch.Tensor, after: torch.Tensor) -> list[list[float]
     return torch.where(torch.isfinite(change), change, torch.zeros_like(change)).tolist()
 
 
-def _formatter(t: torch.Tensor):
-    if t.dtype == torch.bool:
-        return lambda v: "T" if v else "F"
-    if not t.is_floating_point():
-        return str
-    return _fmt_float
+def _cell_texts(cells: torch.Tensor) -> list[list[str]]:
+    """Every cell of a window formatted as ``fmt`` would, with one mask for the whole window
+    choosing the common 4-decimal form inline; the rest (tiny, huge, not finite) call ``_fmt_float``."""
+    if cells.dtype == torch.bool:
+        return [["T" if v else "F" for v in row] for row in cells.tolist()]
+    if not cells.is_floating_point():
+        return [[str(v) for v in row] for row in cells.tolist()]
+    d = cells.double() + 0.0  # + 0.0 makes -0.0 plain 0.0, which prints as "0" as fmt's int(v) does
+    size = d.abs()
+    plain = (((size >= 1e-3) & (size < 1e15)) | (d == 0)).tolist()
+    return [[f"{v:.4f}".rstrip("0").rstrip(".") if p else _fmt_float(v) for v, p in zip(row, prow)]
+            for row, prow in zip(d.tolist(), plain)]
 
 
 def _fmt_float(v: float) -> str:
-    """The float case of ``fmt``, on its own: the grid calls it once per cell."""
+    """The float case of ``fmt``, on its own (the grid's cells take a faster path first)."""
     if v != v:
         return "NaN"
     if v in (math.inf, -math.inf):
@@ -167,19 +173,13 @@ def _fmt_float(v: float) -> str:
 
 def _grid_html(cells: torch.Tensor, heat: list[list[float]] | None) -> SafeString:
     """The window as a table, in one pass; changed cells carry a shade and a title."""
-    text = _formatter(cells)
     out = ['<table class="grid"><tbody>']
-    for r, row in enumerate(cells.tolist()):
+    for r, row in enumerate(_cell_texts(cells)):
         if heat is None:
-            out.append("<tr>" + "".join(f"<td>{text(v)}</td>" for v in row) + "</tr>")
+            out.append("<tr><td>" + "</td><td>".join(row) + "</td></tr>")
             continue
-        tds = []
-        for v, alpha in zip(row, heat[r]):
-            if alpha > 0:
-                tds.append(f'<td class="changed" style="background:rgba(6,182,212,{alpha:.2f})" '
-                           f'title="changed">{text(v)}</td>')
-            else:
-                tds.append(f"<td>{text(v)}</td>")
+        tds = [f'<td class="changed" style="background:rgba(6,182,212,{alpha:.2f})" title="changed">{text}</td>'
+               if alpha > 0 else f"<td>{text}</td>" for text, alpha in zip(row, heat[r])]
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table>")
     return mark_safe("".join(out))

@@ -14,6 +14,21 @@ def test_numbers_format_as_the_reference_says(value, text):
     assert fmt(value) == text
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_grid_cells_format_exactly_as_single_numbers(dtype):
+    """The grid formats a whole window at once; each cell must read as fmt reads it alone."""
+    edges = [0.0, -0.0, 1.0, -3.0, 1e-3, -1e-3, 9.99e-4, 5e-5, -5e-5, 1e15, -1e15, 9.99e14, 1e16, 2.5,
+             0.99999, 1.00004999, 1.00005, 123456.78, float("nan"), float("inf"), -float("inf"), 1e-45]
+    generator = torch.Generator().manual_seed(0)
+    magnitudes = 10.0 ** torch.randint(-8, 18, (42,), generator=generator)
+    scaled = torch.randn(42, generator=generator, dtype=torch.float64) * magnitudes
+    cells = torch.cat([torch.tensor(edges, dtype=torch.float64), scaled]).to(dtype).reshape(2, 32)
+    html = view(cells).grid
+    assert html.count("<td>") == cells.numel()
+    assert "".join(f"<td>{fmt(v)}</td>" for v in cells[0].tolist()) in html
+    assert "".join(f"<td>{fmt(v)}</td>" for v in cells[1].tolist()) in html
+
+
 def test_a_tensor_shows_shape_dtype_and_min_max_mean():
     """WK8: shape, dtype, min/max/mean and the values."""
     v = view(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
