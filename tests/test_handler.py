@@ -16,6 +16,14 @@ from codefyui.handler import SyncStackASGIHandler
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
+
+@pytest.fixture(autouse=True)
+def unfreeze_after():
+    """Importing codefyui.asgi freezes the heap (see there); the rest of the suite runs as usual."""
+    yield
+    gc.unfreeze()
+
+
 seen: list[tuple[int, int | None]] = []  # (thread, its database connection) as each request ends
 
 
@@ -67,8 +75,5 @@ async def test_the_products_pages_come_through_it():
 async def test_start_up_puts_its_heap_beyond_the_collector():
     """What start-up built is frozen, so full collections under load walk only what requests make."""
     gc.unfreeze()
-    try:
-        await sync_to_async(lambda: importlib.reload(importlib.import_module("codefyui.asgi")))()
-        assert gc.get_freeze_count() > 100_000
-    finally:
-        gc.unfreeze()
+    await sync_to_async(lambda: importlib.reload(importlib.import_module("codefyui.asgi")))()
+    assert gc.get_freeze_count() > 100_000
