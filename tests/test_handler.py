@@ -1,5 +1,5 @@
-"""The ASGI handler: each request's middleware and view run in one hop, on one long-lived
-sync thread that keeps its database connection."""
+"""The ASGI entry point: each request's middleware and view run in one hop, on one long-lived
+sync thread that keeps its database connection; start-up leaves its heap frozen."""
 from __future__ import annotations
 
 import gc
