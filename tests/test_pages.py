@@ -53,3 +53,10 @@ def test_ensureadmin_creates_one_administrator(monkeypatch, capsys):
 def test_a_missing_page_says_so_plainly(student_client):
     response = student_client.get("/editor/999999/")
     assert response.status_code == 404 and "belongs to someone else" in response.content.decode()
+
+
+def test_pages_carry_the_icon_so_browsers_ask_for_no_missing_favicon(client):
+    from django.contrib.staticfiles import finders
+
+    assert 'rel="icon"' in client.get("/login/").content.decode()
+    assert finders.find("favicon.svg")
