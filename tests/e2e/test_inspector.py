@@ -70,11 +70,10 @@ class Inspecting(Editor):
         self.wait_until_run_over(labels)
 
     def wait_until_run_over(self, labels) -> None:
-        """The run is over as the page shows it. With JavaScript the script is meant to
-        re-render the editor once the run status says so (today it does not: see
-        test_waiting_rows_fill_in_by_themselves); that GET would start in the same task that
-        swaps the status in, so once nothing is in flight a click made next cannot be undone
-        by it, with or without that bug. Without JavaScript the page stops refreshing itself."""
+        """The run is over as the page shows it. With JavaScript the script re-renders the
+        editor once the pushed run status says so; that GET starts in the same task that swaps
+        the status in, so once nothing is in flight a click made next cannot be undone by it.
+        Without JavaScript the page stops refreshing itself."""
         self.expect_all_completed(labels)
         expect(self.run_status()).to_contain_text("Run succeeded", timeout=RUN_TIMEOUT_MS)
         if self.js:
