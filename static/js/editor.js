@@ -209,6 +209,12 @@
     if (!button || !form) return;
     button.hidden = false; form.hidden = true;
   }
+  function cancelRename(input) {
+    input.value = input.defaultValue;
+    enableRename();
+    // Back to the name the rename began from: focus must not stay on the hidden field.
+    document.querySelector("#details .name-button").focus();
+  }
   document.addEventListener("htmx:afterSwap", function (event) { if (event.target.closest && event.target.closest("#details-dialog")) enableRename(); });
   document.addEventListener("click", function (event) {
     var link = event.target.closest("a[data-details]");
@@ -231,7 +237,7 @@
     if (d && d.open) {
       var typing = event.target.closest("input, textarea, select");
       if (typing && event.key === "Escape" && event.target.name === "label") {  // cancel the rename
-        event.preventDefault(); enableRename(); return;
+        event.preventDefault(); cancelRename(event.target); return;
       }
       if (typing) return;
       var step = event.key === "ArrowLeft" ? "previous" : event.key === "ArrowRight" ? "next" : null;

@@ -423,6 +423,12 @@ def test_node_details_rename_applies_with_enter_and_cancels_with_escape(page: Pa
     field.fill("Not this")
     field.press("Escape")
     expect(field).to_be_hidden()
+    name = details.get_by_role("button", name="Rename Probabilities", exact=True)
+    expect(name).to_be_focused()                       # back where the rename began
+    name.press("Enter")
+    expect(field).to_have_value("Probabilities")       # what was typed was dropped
+    field.press("Escape")
+    expect(name).to_be_focused()
     editor.expect_details_of("Probabilities")          # still open, name unchanged
     editor.close_details()
     expect(editor.card("Probabilities")).to_be_visible()
