@@ -10,6 +10,8 @@ from typing import Any
 import torch
 from django.utils.safestring import SafeString, mark_safe
 
+from apps.runs.engine.events import mean64
+
 WINDOW = 32          # rows and columns of a 2-D slice shown at once
 TEXT_LIMIT = 4000
 
@@ -119,13 +121,13 @@ def _stats(t: torch.Tensor) -> str:
     if not t.is_floating_point():
         return f"min {fmt(lo)} · max {fmt(hi)}"
     if math.isfinite(lo) and math.isfinite(hi):
-        mean = t.sum(dtype=torch.float64).item() / t.numel()
+        mean = mean64(t)
     else:
         finite = t[torch.isfinite(t)]
         if finite.numel() == 0:
             return "no finite values"
         lo, hi = (v.item() for v in torch.aminmax(finite))
-        mean = finite.sum(dtype=torch.float64).item() / finite.numel()
+        mean = mean64(finite)
     return f"min {fmt(lo)} · max {fmt(hi)} · mean {fmt(mean)}"
 
 

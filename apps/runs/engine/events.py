@@ -40,6 +40,17 @@ def json_number(x: float) -> float | str | None:
     return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
 
 
+def mean64(t: torch.Tensor) -> float:
+    """The mean of a floating tensor, added up in float64 a piece at a time. A plain
+    ``sum(dtype=torch.float64)`` first copies the whole tensor to float64: 384 MB more and
+    13x slower for 50M elements (bench/tensor_mean.py)."""
+    flat = t.reshape(-1)
+    return sum(part.sum(dtype=torch.float64).item() for part in flat.split(MEAN_PIECE)) / flat.numel()
+
+
+MEAN_PIECE = 1 << 18  # elements per piece: 2 MB in float64, fastest here of 2**16..2**20
+
+
 def summarise(value: Any) -> dict[str, Any]:
     """A small, JSON-safe description of one port's value (reference §3, output_summary)."""
     if isinstance(value, torch.Tensor):
@@ -49,7 +60,7 @@ def summarise(value: Any) -> dict[str, Any]:
             lo, hi = torch.aminmax(t)
             if t.is_floating_point():
                 out.update(min=json_number(round(lo.item(), 4)), max=json_number(round(hi.item(), 4)),
-                           mean=json_number(round(t.mean(dtype=torch.float64).item(), 4)))
+                           mean=json_number(round(mean64(t), 4)))
             else:
                 out.update(min=lo.item(), max=hi.item())
         return out
