@@ -64,6 +64,14 @@ def test_choosing_a_slice_re_renders_one_row(student_client, tab, finished):
     assert response.status_code == 200 and response.content.decode().count("<article") == 1
 
 
+@pytest.mark.parametrize("junk", ["9" * 5000, "²", "abc", "1e9", "-"])
+def test_a_junk_slice_or_window_shows_the_first_one(student_client, tab, finished, junk):
+    """A hand-edited URL with a number nobody could mean reads as the default slice and window."""
+    response = student_client.get(f"/editor/{tab.pk}/inspect/input/row", {
+        "run": finished.pk, "node": "input", "key": "out.tensor", "s.out.tensor": junk, "o.out.tensor": f"{junk},{junk}"})
+    assert response.status_code == 200 and "showing [0, :, :]" in response.content.decode()
+
+
 def test_a_failed_node_and_the_ones_after_it(student_client, tab, student):
     """IN14, IN15: Failed in the last run; Not in the last run for the nodes it stopped."""
     tab.document["nodes"][2]["data"]["params"] = {}
