@@ -7,6 +7,8 @@ listing every problem with where it is. No Django here: the engine and the CLI u
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
 from .nodes.base import resolve
@@ -36,13 +38,37 @@ class DocumentError(ValueError):
 
 def load(text: str | bytes) -> dict[str, Any]:
     """Parse and check a graph file; return the normalised document."""
+    return normalise(parse(text))
+
+
+def parse(text: str | bytes) -> Any:
+    """Strict JSON: Python's reader also takes NaN and Infinity, which no database or browser does."""
     try:
-        raw = json.loads(text)
+        return json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise DocumentError([f"Invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]) from None
     except UnicodeDecodeError:
         raise DocumentError(["The file is not UTF-8 text"]) from None
-    return normalise(raw)
+    except RecursionError:
+        raise DocumentError(["The file nests lists or objects too deeply to be a graph"]) from None
+
+
+def _refuse_constant(name: str):
+    raise DocumentError([f"Invalid JSON: {name} is not a JSON number (write a number or null)"])
+
+
+SEED = re.compile(r"\s*(-?[0-9]{1,18})\s*")  # a whole number that fits in 64 bits
+
+
+def seed_value(value: Any) -> int | None:
+    """A Random seed as a file, a form or the API gives it: None when blank, else a whole
+    number of at most 18 digits; ValueError for anything else."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not (match := SEED.fullmatch(str(value))):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+        raise ValueError(f"must be a whole number or blank, not {shown}")
+    return int(match[1])
 
 
 def dumps(doc: dict[str, Any]) -> str:
@@ -53,6 +79,8 @@ def normalise(raw: Any) -> dict[str, Any]:
     """Check a decoded document and return a normalised copy (unknown keys kept)."""
     if not isinstance(raw, dict):
         raise DocumentError(["The graph must be a JSON object with 'nodes' and 'edges'"])
+    if _nesting(raw) > MAX_NESTING:
+        raise DocumentError([f"The graph nests lists or objects more than {MAX_NESTING} deep"])
     problems: list[str] = []
     doc = dict(raw)
     doc["name"] = _text(raw.get("name", ""), "name", problems)
@@ -65,6 +93,21 @@ def normalise(raw: Any) -> dict[str, Any]:
     if problems:
         raise DocumentError(problems)
     return doc
+
+
+MAX_NESTING = 100  # blocks inside blocks stay far below; deeper would overflow the copies edits make
+
+
+def _nesting(value: Any) -> int:
+    """How deep lists and objects sit inside each other (walked without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth <= MAX_NESTING:  # past it the answer is known
+                stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def run_settings(doc: dict[str, Any]) -> dict[str, Any]:
@@ -172,11 +215,18 @@ def _position(value: Any, path: str, problems: list[str]) -> dict[str, float]:
     position = dict(value)
     for axis in ("x", "y"):
         v = value.get(axis, 0)
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            problems.append(f"{path}.{axis}: must be a number")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v):
+            problems.append(f"{path}.{axis}: must be a finite number")
             v = 0
         position[axis] = float(v)
     return position
+
+
+def _finite(number: int | float) -> bool:
+    try:
+        return math.isfinite(number)
+    except OverflowError:  # an integer beyond any float
+        return False
 
 
 def _edges(value: Any, ids: set[str], problems: list[str]) -> list[dict[str, Any]]:
@@ -240,13 +290,13 @@ def _settings(value: Any, problems: list[str]) -> dict[str, Any]:
         problems.append("settings: must be an object")
         return {}
     settings = dict(value)
-    seed = settings.get("seed")
-    if seed == "" or seed is None:
-        settings.pop("seed", None)
-    elif isinstance(seed, bool) or not isinstance(seed, (int, str)) or not str(seed).strip().lstrip("-").isdigit():
-        problems.append(f"settings.seed: must be a whole number or blank, not {seed!r}")
+    try:
+        seed = seed_value(settings.pop("seed", None))
+    except ValueError as exc:
+        problems.append(f"settings.seed: {exc}")
     else:
-        settings["seed"] = int(seed)
+        if seed is not None:
+            settings["seed"] = seed
     for flag in (k for k, v in RUN_SETTINGS_DEFAULTS.items() if isinstance(v, bool)):
         if flag in settings and not isinstance(settings[flag], bool):
             problems.append(f"settings.{flag}: must be true or false")

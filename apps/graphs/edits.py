@@ -5,6 +5,7 @@ request and record it as one undo step. No Django here.
 from __future__ import annotations
 
 import copy
+import math
 import random
 import re
 from typing import Any
@@ -39,6 +40,14 @@ def snap(value: float) -> float:
     return float(round(value / GRID) * GRID)
 
 
+CANVAS_LIMIT = 100_000.0  # px from the origin: far past any lesson's graph
+
+
+def coordinate(value: float) -> float:
+    """Where a form may put a node: a finite number within the canvas (it can post nan, inf or 1e309)."""
+    return min(max(0.0, value), CANVAS_LIMIT) if math.isfinite(value) else 0.0
+
+
 # -- nodes ----------------------------------------------------------------------------------
 
 def add_node(doc: dict[str, Any], type_key: str, x: float, y: float, snap_to_grid: bool = False) -> tuple[dict, str]:
@@ -47,6 +56,7 @@ def add_node(doc: dict[str, Any], type_key: str, x: float, y: float, snap_to_gri
         raise EditError(f"Unknown node type: {type_key}")
     doc = _copy(doc)
     node_id = _new_id(doc, cls.type)
+    x, y = coordinate(x), coordinate(y)
     if snap_to_grid:
         x, y = snap(x), snap(y)
     doc["nodes"].append({"id": node_id, "type": cls.type, "position": {"x": float(x), "y": float(y)},
@@ -66,9 +76,10 @@ def _new_id(doc: dict[str, Any], type_key: str) -> str:
 def move_node(doc: dict[str, Any], node_id: str, x: float, y: float, snap_to_grid: bool = False) -> dict:
     doc = _copy(doc)
     node = find_node(doc, node_id)
+    x, y = coordinate(x), coordinate(y)
     if snap_to_grid:
         x, y = snap(x), snap(y)
-    node["position"] = {**node.get("position", {}), "x": float(max(0, x)), "y": float(max(0, y))}
+    node["position"] = {**node.get("position", {}), "x": x, "y": y}
     return doc
 
 

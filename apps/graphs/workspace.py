@@ -69,9 +69,9 @@ def import_file(user, upload) -> list[Tab]:
     """A graph JSON file becomes one tab; a workspace file adds each of its tabs."""
     raw = read_upload(upload, "a graph (.json) or workspace (.cduiworkspace) file")
     try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        data = None
+        data = document.parse(raw)
+    except document.DocumentError:
+        data = None  # load_graph says why
     if isinstance(data, dict) and data.get("format") == WORKSPACE_FORMAT:
         return _import_workspace(user, data, upload.name)
     doc = load_graph(raw, upload.name)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
-from apps.graphs.document import run_settings
+from apps.graphs.document import run_settings, seed_value
 from codefyui import conf
 
 from . import engine
@@ -56,12 +56,10 @@ def run_options(doc: dict[str, Any], overrides: dict[str, Any] | None = None) ->
         if name not in _OPTION_FIELDS:
             problems.append(f"Unknown run option '{name}'")
         elif name == "seed":
-            if value in (None, ""):
-                options["seed"] = None
-            elif isinstance(value, bool) or not str(value).strip().lstrip("-").isdigit():
-                problems.append(f"seed must be a whole number or blank, not {value!r}")
-            else:
-                options["seed"] = int(value)
+            try:
+                options["seed"] = seed_value(value)
+            except ValueError as exc:
+                problems.append(f"seed {exc}")
         elif name == "device":
             if not isinstance(value, str) or not value.strip():
                 problems.append("device must be text such as 'cpu' or 'cuda'")

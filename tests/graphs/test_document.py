@@ -83,6 +83,38 @@ def test_a_bad_seed_is_rejected_and_blank_means_unseeded():
     assert document.run_settings(document.normalise({"nodes": [], "edges": [], "settings": {"seed": ""}}))["seed"] is None
 
 
+@pytest.mark.parametrize("seed", ["9" * 5000, "²", "1.5", "9" * 19, True])
+def test_a_seed_is_a_whole_number_of_at_most_18_digits(seed):
+    with pytest.raises(document.DocumentError) as broken:
+        document.normalise({"nodes": [], "edges": [], "settings": {"seed": seed}})
+    assert broken.value.problems[0].startswith("settings.seed: must be a whole number or blank")
+    assert document.run_settings(document.normalise({"nodes": [], "edges": [], "settings": {"seed": " -42 "}}))["seed"] == -42
+
+
+@pytest.mark.parametrize("text,problem", [
+    ('{"nodes": [], "edges": [], "x": NaN}', "Invalid JSON: NaN is not a JSON number (write a number or null)"),
+    ('{"nodes": [], "edges": [], "x": -Infinity}', "Invalid JSON: -Infinity is not a JSON number (write a number or null)"),
+    ('{"nodes": [{"id": "a", "type": "Start", "position": {"x": 1e400, "y": 0}}], "edges": []}',
+     "nodes[0].position.x: must be a finite number"),
+    ('{"nodes": [{"id": "a", "type": "Start", "position": {"x": 0, "y": 1' + "0" * 400 + '}}], "edges": []}',
+     "nodes[0].position.y: must be a finite number"),
+    ("[" * 100_000 + "]" * 100_000, "The file nests lists or objects too deeply to be a graph"),
+    ('{"nodes": [], "edges": [], "x": ' + "[" * 200 + "]" * 200 + "}", "The graph nests lists or objects more than 100 deep"),
+])
+def test_what_no_database_or_browser_could_hold_is_refused_with_a_reason(text, problem):
+    """Bad input gets a clear message: numbers JSON has no word for, and nesting past any real graph."""
+    with pytest.raises(document.DocumentError) as broken:
+        document.load(text)
+    assert broken.value.problems == [problem]
+
+
+def test_nesting_a_real_graph_could_need_is_kept():
+    inner, depth = document.load('{"nodes": [], "edges": [], "x": ' + "[" * 90 + "]" * 90 + "}")["x"], 1
+    while inner:
+        inner, depth = inner[0], depth + 1
+    assert depth == 90
+
+
 def test_not_a_graph_at_all():
     with pytest.raises(document.DocumentError) as broken:
         document.load("[1, 2, 3]")

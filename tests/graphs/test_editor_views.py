@@ -165,6 +165,23 @@ def test_tab_settings_are_saved_with_the_graph(student_client, tab):
     assert settings["auto_synthesize_loss"] is False and settings["seed"] == 9
 
 
+@pytest.mark.parametrize("junk", ["nan", "inf", "-inf", "1e309", "9" * 5000, "abc"])
+def test_a_node_placed_at_a_junk_point_lands_on_the_canvas(student_client, tab, junk):
+    """A hand-made form can post any text for x and y: the node still lands at a finite point."""
+    student_client.post(url(tab, "nodes/add"), {"type": "Softmax", "x": junk, "y": junk})
+    student_client.post(url(tab, "nodes/input/move"), {"x": junk, "y": "1e300"})
+    tab.refresh_from_db()
+    positions = [n["position"] for n in tab.document["nodes"] if n["id"] in ("softmax-1", "input")]
+    assert len(positions) == 2 and all(0 <= p[axis] <= 100_000 for p in positions for axis in "xy")
+    assert page(student_client, tab).count('class="card') >= 6
+
+
+@pytest.mark.parametrize("seed", ["9" * 5000, "²"])
+def test_a_seed_no_one_could_mean_is_refused(student_client, tab, seed):
+    body = student_client.post(url(tab, "settings"), {"seed": seed}, follow=True).content.decode()
+    assert "settings.seed: must be a whole number or blank" in body
+
+
 def test_a_bad_seed_is_refused(student_client, tab):
     body = student_client.post(url(tab, "settings"), {"seed": "soon"}, follow=True).content.decode()
     assert "settings.seed: must be a whole number or blank" in body

@@ -103,6 +103,13 @@ def test_bad_run_options_are_refused(student_client, graph):
                                                 "Unknown run option 'warp'"}
 
 
+@pytest.mark.parametrize("seed", ["9" * 5000, "²", 10**19])
+def test_a_seed_no_one_could_mean_is_refused(student_client, graph, seed):
+    response = post(student_client, "/api/runs", {"graph": graph.pk, "options": {"seed": seed}})
+    assert response.status_code == 400 and response.json()["problems"][0].startswith("seed must be a whole number")
+    assert not Run.objects.exists()
+
+
 def test_a_strangers_run_answers_404(student_client, client, stranger, graph):
     run_id = post(student_client, "/api/runs", {"graph": graph.pk}).json()["run_id"]
     service.wait_for(run_id)
