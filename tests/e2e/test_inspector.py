@@ -162,6 +162,10 @@ class Inspecting(Editor):
         return {"x": box["width"] / 2, "y": box["height"] - 4}
 
 
+DUPLICATE_IDS = """() => { const seen = {}; document.querySelectorAll('[id]').forEach(e => seen[e.id] = (seen[e.id] || 0) + 1);
+                             return Object.keys(seen).filter(id => seen[id] > 1); }"""
+
+
 def heat_cells(row: Locator) -> Locator:
     """Heat-coloured cells: each carries the title "changed" (and a background)."""
     return row.get_by_role("cell").and_(row.get_by_title("changed", exact=True))
@@ -365,7 +369,9 @@ def test_node_details_opens_three_ways_and_steps_with_the_arrow_keys(page: Page)
     details = editor.expect_details_of("Reshape")
     params = details.get_by_role("region", name="Parameters", exact=True)
     knows = details.get_by_role("region", name="What the Inspector knows", exact=True)
-    expect(params.get_by_label("shape", exact=True)).to_have_value("1,16")
+    expect(params.get_by_role("textbox", name="shape", exact=True)).to_have_value("1,16")
+    expect(params.get_by_role("textbox", name="shape", exact=True)).to_have_accessible_description(re.compile("^New sizes"))
+    assert page.evaluate(DUPLICATE_IDS) == [], "a label or link on the page would find the wrong element"
     expect(knows.get_by_role("navigation", name="Node details tabs").get_by_role("link")).to_have_text(
         ["Inputs", "Outputs", "Stats", "Docs"])
     assert params.bounding_box()["x"] + params.bounding_box()["width"] <= knows.bounding_box()["x"]
