@@ -52,14 +52,15 @@ def node_details(request: HttpRequest, tab_id: int, node_id: str) -> HttpRespons
     pane = request.GET.get("pane") or available[0][0]
     pane = pane if pane in dict(available) else available[0][0]
     ins = inspection(request, doc, node_id, run)
+    previous, following = neighbours(doc, node_id)
     context: dict[str, Any] = {
         "tab": tab, "state": state, "state_query": state_query(state), "selected": node_panel(doc, node_id),
         "cls": cls, "label": document.node_label(node), "panes": available, "pane": pane,
-        "previous": neighbours(doc, node_id)[0], "next": neighbours(doc, node_id)[1],
+        "previous": previous, "next": following,
         "focus_port": request.GET.get("port", ""),
     }
     if pane in ("inputs", "outputs"):
-        inputs, outputs, chip = forward_rows(ins)
+        inputs, outputs, _ = forward_rows(ins)
         context["rows"] = inputs if pane == "inputs" else outputs
     elif pane in ("steps", "backward"):
         tab_panel = TABS[pane]
