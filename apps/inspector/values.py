@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from django.utils.safestring import SafeString, mark_safe
 
-from apps.runs.engine.events import mean64
+from apps.runs.engine.events import MEAN_PIECE, mean64
 
 WINDOW = 32          # rows and columns of a 2-D slice shown at once
 TEXT_LIMIT = 4000
@@ -122,13 +122,25 @@ def _stats(t: torch.Tensor) -> str:
         return f"min {fmt(lo)} · max {fmt(hi)}"
     if math.isfinite(lo) and math.isfinite(hi):
         mean = mean64(t)
+    elif (finite := _finite_stats(t)) is None:
+        return "no finite values"
     else:
-        finite = t[torch.isfinite(t)]
-        if finite.numel() == 0:
-            return "no finite values"
-        lo, hi = (v.item() for v in torch.aminmax(finite))
-        mean = mean64(finite)
+        lo, hi, mean = finite
     return f"min {fmt(lo)} · max {fmt(hi)} · mean {fmt(mean)}"
+
+
+def _finite_stats(t: torch.Tensor) -> tuple[float, float, float] | None:
+    """min, max and mean of the finite values, a piece at a time: a huge tensor holding a NaN
+    is never copied whole."""
+    lo, hi, total, count = math.inf, -math.inf, 0.0, 0
+    for piece in t.reshape(-1).split(MEAN_PIECE):
+        finite = piece[torch.isfinite(piece)]
+        if finite.numel():
+            a, b = torch.aminmax(finite)
+            lo, hi = min(lo, a.item()), max(hi, b.item())
+            total += finite.sum(dtype=torch.float64).item()
+            count += finite.numel()
+    return (lo, hi, total / count) if count else None
 
 
 def heat_alpha(a: Any, b: Any) -> float:

@@ -69,6 +69,15 @@ def test_non_finite_cells_and_stats_stay_readable():
     assert "<td>NaN</td>" in v.grid and "<td>Infinity</td>" in v.grid and v.stats == "min 1 · max 1 · mean 1"
 
 
+def test_stats_skip_non_finite_values_across_pieces_of_a_large_tensor():
+    from apps.runs.engine.events import MEAN_PIECE
+    t = torch.arange(2 * MEAN_PIECE + 3, dtype=torch.float32)
+    t[0], t[MEAN_PIECE + 1], t[-1] = float("nan"), float("-inf"), float("inf")
+    finite = t[torch.isfinite(t)]
+    assert view(t).stats == f"min 1 · max {fmt(finite.max().item())} · mean {fmt(finite.double().mean().item())}"
+    assert view(torch.full((3,), float("nan"))).stats == "no finite values"
+
+
 def test_other_values_have_plain_views():
     assert view(torch.nn.Linear(2, 3)).text == "Linear · params 9"
     assert view(3.5).text == "3.5" and view("hi").kind == "string" and view([1, 2]).meta == "list · length 2"
