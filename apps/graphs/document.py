@@ -57,7 +57,7 @@ def _refuse_constant(name: str):
     raise DocumentError([f"Invalid JSON: {name} is not a JSON number (write a number or null)"])
 
 
-SEED = re.compile(r"\s*(-?[0-9]{1,18})\s*")  # a whole number that fits in 64 bits
+WHOLE_NUMBER = re.compile(r"\s*(-?[0-9]{1,18})\s*")  # fits in 64 bits; longer text is noise, not a number
 
 
 def seed_value(value: Any) -> int | None:
@@ -65,7 +65,8 @@ def seed_value(value: Any) -> int | None:
     number of at most 18 digits; ValueError for anything else."""
     if value is None or value == "":
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, str)) or not (match := SEED.fullmatch(str(value))):
+    match = None if isinstance(value, bool) or not isinstance(value, (int, str)) else WHOLE_NUMBER.fullmatch(str(value))
+    if match is None:
         shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
         raise ValueError(f"must be a whole number or blank, not {shown}")
     return int(match[1])

@@ -2,7 +2,6 @@
 Templates only lay this out; decisions live here or in the pure modules it calls."""
 from __future__ import annotations
 
-import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -81,14 +80,11 @@ def run_view(run: Run | None) -> RunView | None:
     return RunView(finished=run.is_finished, recorded=bool(run.options.get("record", True)), nodes=run.nodes)
 
 
-INDEX = re.compile(r"\s*(-?[0-9]{1,18})\s*")  # a slice index or window offset; longer is noise, not a number
-
-
 def inspection(request, doc: dict[str, Any], node_id: str, run: Run | None) -> Inspection:
     """The Inspector's view of a node, with the slices and windows the page asked for."""
     slices, offsets = {}, {}
     for key, value in request.GET.items():
-        numbers = [int(m[1]) for p in value.split(",") if (m := INDEX.fullmatch(p))]
+        numbers = [int(m[1]) for p in value.split(",") if (m := document.WHOLE_NUMBER.fullmatch(p))]
         if key.startswith("s.") and numbers:
             slices[key[2:]] = numbers
         elif key.startswith("o.") and len(numbers) == 2:
