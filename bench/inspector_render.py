@@ -5,8 +5,9 @@ then the same from a Daphne server with 30 concurrent clients.
 The concurrent figure models a class: 30 students, each logged in in their own browser with
 their own run and its editor page open, ask for the fragment at once, 5 times each, over
 kept-alive connections (as htmx in a browser does). No student's fragment has been rendered
-before, so the first request of each renders its value grids. The server runs in its own process; the clients are one asyncio
-loop in this one, so they take little of the machine's CPU from the server.
+before, so the first request of each renders its value grids. The server runs in its own
+process; the clients are one asyncio loop in this one, so they take little of the machine's
+CPU from the server.
 
 Goals (issue: Teaching Inspector): the [1, 3, 224, 224] fragment in <= 11 ms and <= 100 KB at
 the median; 30 concurrent clients at p95 <= 250 ms.

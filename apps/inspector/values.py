@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from django.utils.safestring import SafeString, mark_safe
 
-from apps.runs.engine.events import MEAN_PIECE, mean64
+from apps.runs.engine.events import mean64, pieces
 
 WINDOW = 32          # rows and columns of a 2-D slice shown at once
 TEXT_LIMIT = 4000
@@ -133,7 +133,7 @@ def _finite_stats(t: torch.Tensor) -> tuple[float, float, float] | None:
     """min, max and mean of the finite values, a piece at a time: a huge tensor holding a NaN
     is never copied whole."""
     lo, hi, total, count = math.inf, -math.inf, 0.0, 0
-    for piece in t.reshape(-1).split(MEAN_PIECE):
+    for piece in pieces(t):
         finite = piece[torch.isfinite(piece)]
         if finite.numel():
             a, b = torch.aminmax(finite)

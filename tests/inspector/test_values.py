@@ -70,9 +70,9 @@ def test_non_finite_cells_and_stats_stay_readable():
 
 
 def test_stats_skip_non_finite_values_across_pieces_of_a_large_tensor():
-    from apps.runs.engine.events import MEAN_PIECE
-    t = torch.arange(2 * MEAN_PIECE + 3, dtype=torch.float32)
-    t[0], t[MEAN_PIECE + 1], t[-1] = float("nan"), float("-inf"), float("inf")
+    from apps.runs.engine.events import PIECE
+    t = torch.arange(2 * PIECE + 3, dtype=torch.float32)
+    t[0], t[PIECE + 1], t[-1] = float("nan"), float("-inf"), float("inf")
     finite = t[torch.isfinite(t)]
     assert view(t).stats == f"min 1 · max {fmt(finite.max().item())} · mean {fmt(finite.double().mean().item())}"
     assert view(torch.full((3,), float("nan"))).stats == "no finite values"

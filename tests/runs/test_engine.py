@@ -74,7 +74,7 @@ def test_summaries_encode_non_finite_numbers_as_json_safe_text():
 
 def test_mean64_adds_in_float64_piece_by_piece_as_one_sum_would():
     """Several pieces, a non-contiguous view and a NaN all give what one float64 sum gives."""
-    t = torch.randn(3 * ev.MEAN_PIECE + 5, generator=torch.Generator().manual_seed(0)) * 1e4 + 1e7
+    t = torch.randn(3 * ev.PIECE + 5, generator=torch.Generator().manual_seed(0)) * 1e4 + 1e7
     assert ev.mean64(t) == pytest.approx(t.sum(dtype=torch.float64).item() / t.numel(), rel=1e-14)
     grid = t[: 600 * 700].reshape(600, 700).T
     assert ev.mean64(grid) == pytest.approx(grid.double().mean().item(), rel=1e-14)
