@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import document, segments
-from .nodes.base import CATEGORY_COLOURS, PORT_COLOURS, Port, resolve
+from .nodes.base import PORT_COLOURS, Port, category_colour, resolve
 
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
 MARGIN = 240
@@ -135,7 +135,7 @@ def _card(node: dict[str, Any], entry: bool) -> CardView:
     inputs, outputs = cls.input_ports(params), cls.output_ports(params)
     rows = max(len(inputs), len(outputs), 1)
     card = CardView(node["id"], cls.type, document.node_label(node), cls.category,
-                    CATEGORY_COLOURS.get(cls.category, "#607D8B"), cls.description, x, y,
+                    category_colour(cls.category), cls.description, x, y,
                     HEADER_H + rows * ROW_H + 6, entry=entry)
     card.inputs = [_port(p, x, y, i, "in") for i, p in enumerate(inputs)]
     card.outputs = [_port(p, x + CARD_W, y, i, "out") for i, p in enumerate(outputs)]

@@ -179,9 +179,12 @@ def _number(request: HttpRequest, name: str, default: float = 0.0) -> float:
 def node_add(request: HttpRequest, tab_id: int) -> HttpResponse:
     type_key, snap = request.POST.get("type", ""), Prefs.from_request(request).grid_snap
 
-    def add(doc):  # without a drop point, new nodes step down the left edge
-        y = _number(request, "y", 48 + 24 * (len(doc["nodes"]) % 12))
-        return edits.add_node(doc, type_key, _number(request, "x", 48), y, snap)
+    def add(doc):  # without a drop point (the sidebar's buttons), a free place near the selected node
+        if "x" in request.POST and "y" in request.POST:
+            x, y = _number(request, "x"), _number(request, "y")
+        else:
+            x, y = edits.free_place(doc, near=dict(parse_qsl(request.POST.get("_state", ""))).get("node", ""))
+        return edits.add_node(doc, type_key, x, y, snap)
     return _edit(request, tab_id, add, new="select")
 
 
@@ -244,7 +247,8 @@ def edge_delete(request: HttpRequest, tab_id: int, edge_id: str) -> HttpResponse
 
 @require_POST
 def layout(request: HttpRequest, tab_id: int) -> HttpResponse:
-    return _edit(request, tab_id, edits.auto_layout)
+    width = _number(request, "width", 720)  # the canvas's width: the script sends it, 720 px fits a laptop
+    return _edit(request, tab_id, lambda doc: edits.auto_layout(doc, width))
 
 
 def _history(request: HttpRequest, tab_id: int, step) -> HttpResponse:
@@ -369,7 +373,7 @@ def run(request: HttpRequest, tab_id: int) -> HttpResponse:
         return back(request, tab)
     tab.last_run = started
     tab.save(update_fields=["last_run"])
-    return back(request, tab, run=str(started.id))
+    return back(request, tab, run=str(started.id), view="")  # a new run opens on the Inspector
 
 
 def _run_action(request: HttpRequest, run_id: str, action) -> HttpResponse:
@@ -402,8 +406,7 @@ def run_open(request: HttpRequest, run_id: str) -> HttpResponse:
     if tab is None:
         messages.error(request, "Open a tab first.")
         return redirect("editor")
-    tab.last_run = target
-    tab.save(update_fields=["last_run"])
+    # The tab keeps its own latest run (last_run), so the Inspector can offer the way back to it.
     return redirect(editor_url(tab, run=str(target.id)))
 
 

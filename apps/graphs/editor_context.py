@@ -20,7 +20,7 @@ from codefyui.access import find_visible, visible_to
 from . import document, edits, palette, segments, subgraphs, workspace
 from .canvas import layout
 from .models import Graph, Tab
-from .nodes.base import PORT_COLOURS
+from .nodes.base import PORT_COLOURS, category_colour
 from .prefs import Prefs
 
 RUN_FILTERS = ("all", "running", "queued", "succeeded", "failed", "cancelled", "interrupted")
@@ -31,7 +31,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     prefs = Prefs.from_request(request)
     run = inspected_run(request, tab)
     context: dict[str, Any] = {
-        "tab": tab, "tabs": visible_to(Tab.objects, request.user), "prefs": prefs,
+        "tab": tab, "tabs": visible_to(Tab.objects, request.user).select_related("last_run"), "prefs": prefs,
         "run": run, "server": server_usage(), "devices": device_choices(prefs),
         "confirm_close": request.GET.get("confirm_close") == "1",
         "confirm_reset": request.GET.get("confirm_reset") == "1",
@@ -47,7 +47,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     if selected and not any(n["id"] == selected for n in shown["nodes"]):
         selected = ""
     state = page_state(request, selected, run, block)
-    view = state["view"] or "forward"
+    view = side_view(state, run, node_panel_shown=bool(selected) and not block)
     query = request.GET.get("q", "")
     statuses = run.nodes if run else {}
     canvas = layout(shown, prefs.connection_style, "" if block else tab.active_segment)
@@ -68,8 +68,9 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     active = segments.find(doc, tab.active_segment) if tab.active_segment and not block else None
     if active and segments.members_of(doc, active):  # an active segment beats a selected node
         context["segment"] = segment_view(inspection(request, doc, active["tailNodeId"], run), active)
-    elif selected:
+    elif selected and view != NODE_VIEW:
         context["inspector"] = inspector(request, doc, selected, run, view)
+    context["side_tabs"] = side_tabs(view, node_panel_shown=context["selected"] is not None)
     context["segment_choices"] = [(n["id"], document.node_label(n)) for n in doc["nodes"] if n["type"] != "note"]
     return context
 
@@ -108,6 +109,25 @@ def inspector(request, doc: dict[str, Any], node_id: str, run: Run | None, view:
             "label": document.node_label(edits.find_node(ins.doc, node_id)), **tab.context(ins)}
 
 
+NODE_VIEW = "node"   # the right-hand column's first tab: the node's name, parameters and wiring
+
+
+def side_view(state: dict[str, str], run: Run | None, node_panel_shown: bool) -> str:
+    """Which tab of the right-hand column shows: the one asked for, else the Inspector's
+    Forward once there is a run to read, else the node's parameters."""
+    view = state["view"] or ("forward" if run else NODE_VIEW)
+    return "forward" if view == NODE_VIEW and not node_panel_shown else view
+
+
+def side_tabs(current: str, node_panel_shown: bool) -> list[dict[str, Any]]:
+    """The right-hand column's tabs: Node (when its panel can show), then the Inspector's."""
+    tabs = [{"slug": NODE_VIEW, "title": "Node", "inspector": False}] if node_panel_shown else []
+    tabs += [{"slug": t.slug, "title": t.title, "inspector": True} for t in TABS.values()]
+    for t in tabs:
+        t["current"] = t["slug"] == current
+    return tabs
+
+
 def page_state(request, selected: str, run: Run | None, block: dict[str, Any] | None = None) -> dict[str, str]:
     """What the page carries from request to request: selected node, inspected run,
     Inspector tab, whether the Inspector is collapsed and which block is open (never stored:
@@ -115,7 +135,7 @@ def page_state(request, selected: str, run: Run | None, block: dict[str, Any] | 
     view = request.GET.get("view", "")
     inside = request.GET.get("inside", "") if block is None else block["id"]
     return {"node": selected, "run": str(run.id) if run else "",
-            "view": view if view in TABS and view != "forward" else "",
+            "view": view if view in TABS or view == NODE_VIEW else "",
             "panel": "collapsed" if request.GET.get("panel") == "collapsed" else "", "inside": inside}
 
 
@@ -142,7 +162,7 @@ def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:
     node = edits.find_node(doc, node_id)
     cls = edits.node_class(node)
     if cls is None:
-        return {"node": node, "cls": None, "label": "Note"}
+        return {"node": node, "cls": None, "label": "Note", "moves": edits.nudges(node)}
     values = node["data"].get("params", {})
     coerced = cls.coerce_params(values)[0]
     params = [{"param": p, "value": values.get(p.name, p.default), "choices": p.options}
@@ -152,19 +172,22 @@ def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:
     inputs = [{"port": p, "colour": PORT_COLOURS.get(p.type, PORT_COLOURS["ANY"]), "current": wired.get(p.name, ""),
                "options": edits.compatible_sources(doc, node_id, p.name)} for p in cls.input_ports(coerced)]
     return {"node": node, "cls": cls, "label": document.node_label(node), "params": params, "inputs": inputs,
+            "moves": edits.nudges(node),
             "outputs": cls.output_ports(coerced), "grid": grid(node, cls, coerced),
             "entry_targets": [(n["id"], document.node_label(n)) for n in doc["nodes"]
                               if n["id"] != node_id and edits.node_class(n) is not None]
             if any(p.type == "TRIGGER" for p in cls.outputs) else None,
-            "triggers": [e for e in doc["edges"] if document.is_trigger(e) and e["source"] == node_id]}
+            "triggers": [{**e, "label": document.node_label(edits.find_node(doc, e["target"]))} for e in doc["edges"]
+                         if document.is_trigger(e) and e["source"] == node_id],
+            "colour": category_colour(cls.category)}
 
 
 def grid(node: dict[str, Any], cls, params: dict[str, Any]) -> dict[str, Any] | None:
-    """TensorInput's values grid: rows of (index, value) when it can be edited, else why not."""
+    """TensorInput's values grid: rows of (index, value) when it can be edited, else why not.
+    It is there whatever the value_mode: the page shows it as soon as explicit is chosen, and
+    applying it sets explicit, so typing values is one step."""
     if edits.grid_param(cls) is None:
         return None
-    if params.get("value_mode") != "explicit":
-        return {"editable": False, "reason": "Set value_mode to explicit to type the values."}
     shape = edits.grid_shape(node)
     if shape is None:
         return {"editable": False, "reason": "The shape is not valid, so there is no grid."}
@@ -177,7 +200,8 @@ def grid(node: dict[str, Any], cls, params: dict[str, Any]) -> dict[str, Any] | 
     flat = (edits.flat_values(params.get("values", [])) + [0.0] * count)[:count]
     width = shape[-1]
     rows = [[(i, flat[i]) for i in range(r, min(r + width, count))] for r in range(0, count, width)]
-    return {"editable": True, "shape": shape, "rows": rows, "count": count}
+    return {"editable": True, "shape": shape, "rows": rows, "count": count,
+            "explicit": params.get(edits.EXPLICIT_MODE[0]) == edits.EXPLICIT_MODE[1]}
 
 
 def device_choices(prefs: Prefs) -> dict[str, Any]:

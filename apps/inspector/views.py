@@ -17,7 +17,7 @@ from apps.graphs.models import Tab
 from codefyui.access import get_visible
 
 from . import capture_state as cs
-from .panel import find_row
+from .panel import TABS, find_row
 
 
 @require_GET
@@ -31,7 +31,8 @@ def inspect_panel(request: HttpRequest, tab_id: int, node_id: str) -> HttpRespon
     state = page_state(request, node_id, run)
     return render(request, "inspector/_panel.html", {
         "tab": tab, "state": state, "state_query": state_query(state), "base_query": state_query({**state, "node": ""}),
-        "inspector": inspector(request, tab.document, node_id, run, state["view"] or "forward")})
+        "inspector": inspector(request, tab.document, node_id, run,
+                                state["view"] if state["view"] in TABS else "forward")})
 
 
 @require_GET

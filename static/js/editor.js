@@ -74,6 +74,8 @@
   });
   document.addEventListener("submit", function (event) {
     var form = event.target;
+    var width = form.querySelector("[data-canvas-width]");  // Auto layout wraps to the canvas shown
+    if (width) width.value = Math.round(document.getElementById("canvas-wrap").clientWidth / zoom);
     if (quickPoint && form.classList.contains("palette-item")) {
       ["x", "y"].forEach(function (k) {
         var input = form.querySelector("[name=" + k + "]") || form.appendChild(Object.assign(document.createElement("input"), { type: "hidden", name: k }));
@@ -113,7 +115,10 @@
     document.querySelectorAll(".port.armed").forEach(function (p) { p.classList.remove("armed"); p.setAttribute("aria-pressed", "false"); });
   }
 
-  // -- Shift-click selects several nodes (segments build on this) -------------------------
+  // -- Shift-click selects several nodes (segments build on this), never text --------------
+  document.addEventListener("mousedown", function (event) {
+    if (event.shiftKey && event.target.closest(".card")) event.preventDefault();
+  });
   document.addEventListener("click", function (event) {
     var card = event.target.closest(".card");
     if (!card || !event.shiftKey) return;
@@ -197,10 +202,16 @@
     return "/editor/" + tabId() + "/details/" + encodeURIComponent(node) + "/" + query;
   }
   function openDetails(url) {
-    var d = dialog();
-    if (!d) { window.location = url; return; }
+    // A click on the title re-renders the editor, dialog included: wait for that first, and
+    // take the dialog that is there once the details have arrived.
+    if (document.querySelector(".htmx-request")) {
+      document.addEventListener("htmx:afterSettle", function () { openDetails(url); }, { once: true });
+      return;
+    }
+    if (!dialog()) { window.location = url; return; }
     htmx.ajax("GET", url, { target: "#details-dialog", swap: "innerHTML" }).then(function () {
-      if (!d.open) d.showModal();
+      var d = dialog();
+      if (d && !d.open) d.showModal();
       enableRename();
     });
   }

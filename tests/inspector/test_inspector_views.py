@@ -29,7 +29,7 @@ def page(client, tab, query):
 
 def test_before_any_run_every_row_reads_nothing_captured(student_client, tab):
     """IN7, IN2: a selected node shows Forward, Steps and Backward; with no run, Nothing captured yet."""
-    body = page(student_client, tab, "node=softmax")
+    body = page(student_client, tab, "node=softmax&view=forward")
     assert body.count("Nothing captured yet") == 2
     for name in (">Forward<", ">Steps<", ">Backward<"):
         assert name in body
