@@ -9,6 +9,7 @@ from . import document, segments
 from .nodes.base import PORT_COLOURS, Port, category_colour, resolve
 
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
+PICTURE_H = 40           # room under the ports for a picture of the node's output, after a run
 MARGIN = 240
 
 
@@ -42,6 +43,7 @@ class CardView:
     entry: bool = False    # a trigger edge starts execution here
     status: dict = field(default_factory=dict)   # this node in the inspected run
     badge: str = ""
+    picture: Any = None    # a small picture of its output in that run (apps.inspector.pictures)
 
 
 @dataclass
@@ -51,6 +53,11 @@ class EdgeView:
     colour: str
     trigger: bool
     label: str
+    source: str = ""
+    port: str = ""
+    target: str = ""
+    label_at: tuple[float, float] = (0.0, 0.0)   # where the shape that crossed it is written
+    shape: str = ""        # that shape, after a run: "[1, 16]"
 
 
 @dataclass
@@ -81,9 +88,13 @@ class CanvasView:
 BUBBLE_PAD = 28
 
 
-def layout(doc: dict[str, Any], style: str = "circuit", active_segment: str = "") -> CanvasView:
+def layout(doc: dict[str, Any], style: str = "circuit", active_segment: str = "",
+           pictured: frozenset[str] = frozenset()) -> CanvasView:
+    """``pictured``: the nodes whose cards show a picture of their output (they are taller)."""
     entries = {e["target"] for e in doc["edges"] if document.is_trigger(e)}
     cards = {n["id"]: _card(n, n["id"] in entries) for n in doc["nodes"]}
+    for node_id in pictured & cards.keys():
+        cards[node_id].h += PICTURE_H
     for e in doc["edges"]:  # say on each input where it comes from (edges are drawn, not read)
         if not document.is_trigger(e) and e["source"] in cards and e["target"] in cards:
             for port in cards[e["target"]].inputs:
@@ -106,11 +117,20 @@ def layout(doc: dict[str, Any], style: str = "circuit", active_segment: str = ""
             continue
         edges.append(EdgeView(e["id"], edge_path(start.x, start.y, end_x, end_y, style), colour,
                               document.is_trigger(e),
-                              f"{src.label}.{start.name} → {dst.label}" + ("" if document.is_trigger(e) else f".{e['targetHandle']}")))
+                              f"{src.label}.{start.name} → {dst.label}" + ("" if document.is_trigger(e) else f".{e['targetHandle']}"),
+                              source=src.id, port=start.name, target=dst.id, label_at=_label_at(start.x, start.y, end_x, end_y)))
     width = max((c.x + CARD_W for c in cards.values()), default=0) + MARGIN
     height = max((c.y + c.h for c in cards.values()), default=0) + MARGIN
     bubbles = [b for g in doc.get("segmentGroups", []) if (b := _bubble(doc, g, cards, active_segment))]
     return CanvasView(list(cards.values()), edges, max(width, 960), max(height, 560), bubbles)
+
+
+def _label_at(x1: float, y1: float, x2: float, y2: float) -> tuple[float, float]:
+    """Where an edge's shape is written: over the gap it crosses into its target, or below the
+    detour of an edge that runs back."""
+    if x2 < x1 + 16:
+        return (x1 + x2) / 2, max(y1, y2) + 48
+    return (x1 + x2) / 2 if abs(y1 - y2) < 1 else x2 - 28, y2
 
 
 def _bubble(doc: dict[str, Any], group: dict[str, Any], cards: dict[str, CardView], active: str) -> BubbleView | None:
@@ -118,11 +138,11 @@ def _bubble(doc: dict[str, Any], group: dict[str, Any], cards: dict[str, CardVie
     if not members:  # an end is gone or the path is broken: no bubble
         return None
     boxes = [cards[m] for m in members]
-    x0, y0 = min(c.x for c in boxes) - BUBBLE_PAD, min(c.y for c in boxes) - BUBBLE_PAD
+    x0, y0 = max(0.0, min(c.x for c in boxes) - BUBBLE_PAD), max(0.0, min(c.y for c in boxes) - BUBBLE_PAD)
     x1, y1 = max(c.x + CARD_W for c in boxes) + BUBBLE_PAD, max(c.y + c.h for c in boxes) + BUBBLE_PAD
     head, tail = cards[group["headNodeId"]], cards[group["tailNodeId"]]
     return BubbleView(group["id"], head.label, tail.label, x0, y0, x1 - x0, y1 - y0,
-                      (head.x, head.y - 22), (tail.x + CARD_W - 40, tail.y + tail.h + 6), group["id"] == active)
+                      (head.x, max(0.0, head.y - 22)), (tail.x + CARD_W - 40, tail.y + tail.h + 6), group["id"] == active)
 
 
 def _card(node: dict[str, Any], entry: bool) -> CardView:

@@ -9,7 +9,8 @@ from django.template.defaultfilters import filesizeformat
 
 import codefyui
 from apps.inspector.capture_state import RunView
-from apps.inspector.panel import TABS, Inspection, segment_view
+from apps.inspector.panel import TABS, Inspection, card_picture, segment_view
+from apps.inspector.values import shape_text
 from apps.runs import service
 from apps.runs.engine import available_devices, resolve_device
 from apps.runs.models import Run
@@ -50,10 +51,15 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     view = side_view(state, run, node_panel_shown=bool(selected) and not block)
     query = request.GET.get("q", "")
     statuses = run.nodes if run else {}
-    canvas = layout(shown, prefs.connection_style, "" if block else tab.active_segment)
+    pictures = {} if block or run is None else card_pictures(request, doc, run)
+    canvas = layout(shown, prefs.connection_style, "" if block else tab.active_segment, frozenset(pictures))
     for card in canvas.cards if not block else ():  # cards inside a block show no run status
         card.status = subgraphs.rolled_up_status(card.id, statuses) if card.type == "Subgraph" else statuses.get(card.id, {})
         card.badge = badge(card.status)
+        card.picture = pictures.get(card.id)
+    for edge in canvas.edges if not block else ():  # the shape that crossed each edge
+        summary = (statuses.get(edge.source, {}).get("summary") or {}).get(edge.port) or {}
+        edge.shape = shape_text(summary["shape"]) if "shape" in summary else ""
     context.update(
         doc=doc, canvas=canvas, state=state, state_query=state_query(state),
         base_query=state_query({**state, "node": ""}),
@@ -70,9 +76,19 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         context["segment"] = segment_view(inspection(request, doc, active["tailNodeId"], run), active)
     elif selected and view != NODE_VIEW:
         context["inspector"] = inspector(request, doc, selected, run, view)
+    if context["selected"] is not None:  # its edges, as a list the keyboard reaches (the drawn ones are mouse-only)
+        context["connections"] = [e for e in canvas.edges if not e.trigger and selected in (e.source, e.target)]
     context["side_tabs"] = side_tabs(view, node_panel_shown=context["selected"] is not None)
     context["segment_choices"] = [(n["id"], document.node_label(n)) for n in doc["nodes"] if n["type"] != "note"]
     return context
+
+
+def card_pictures(request, doc: dict[str, Any], run: Run) -> dict[str, Any]:
+    """node id -> the picture of its output in the run, for the nodes that have one."""
+    ins = inspection(request, doc, "", run)
+    pictures = {n["id"]: card_picture(ins, n) for n in doc["nodes"] if run.nodes.get(n["id"], {}).get("status")
+                in ("completed", "cached") or n["type"] == subgraphs.TYPE}
+    return {node_id: p for node_id, p in pictures.items() if p is not None}
 
 
 def run_view(run: Run | None) -> RunView | None:

@@ -66,8 +66,8 @@ def add_node(doc: dict[str, Any], type_key: str, x: float, y: float, snap_to_gri
 
 
 # A node added without a drop point (the sidebar's buttons) takes a free slot: slots are a
-# card wide and tall plus a gap, three to a row, so they fit the canvas beside the side column.
-SLOT_W, SLOT_H = 9 * GRID, 6 * GRID
+# card wide and tall plus a gap (room for the shape written on an edge), three to a row, so they fit the canvas beside the side column.
+SLOT_W, SLOT_H = 10 * GRID, 6 * GRID
 SLOT_COLUMNS = 3
 CARD_BOX = (184, 120)    # room a card takes, its tallest common height
 
@@ -367,7 +367,7 @@ def set_grid(doc: dict[str, Any], node_id: str, cells: list[str] | None = None, 
 
 # -- layout ---------------------------------------------------------------------------------
 
-LAYOUT_COLUMN_W, LAYOUT_ROW_H = 9 * GRID, 7 * GRID
+LAYOUT_COLUMN_W, LAYOUT_ROW_H = 10 * GRID, 7 * GRID
 
 
 def auto_layout(doc: dict[str, Any], width: float = 720) -> dict:
@@ -383,7 +383,7 @@ def auto_layout(doc: dict[str, Any], width: float = 720) -> dict:
                 changed = True
         if not changed:
             break
-    per_line = max(1, int((coordinate(width) - GRID) // LAYOUT_COLUMN_W))
+    per_line = max(1, int((coordinate(width) - GRID - CARD_BOX[0]) // LAYOUT_COLUMN_W) + 1)
     rows: dict[int, int] = {}
     for node in doc["nodes"]:
         rows[depth[node["id"]]] = rows.get(depth[node["id"]], 0) + 1

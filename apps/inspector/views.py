@@ -18,6 +18,7 @@ from codefyui.access import get_visible
 
 from . import capture_state as cs
 from .panel import TABS, find_row
+from .values import fmt, shape_text
 
 
 @require_GET
@@ -67,7 +68,8 @@ def edge_summary(request: HttpRequest, tab_id: int, edge_id: str) -> HttpRespons
     state = cs.row_state(replace(view, recorded=True) if view else None, source, lookup, record_now=True)
     page = page_state(request, source, run)
     summary = state.value if state.has_value else None
-    rows = [(name.capitalize(), summary[key]) for key, name in SUMMARY_ROWS if summary and summary.get(key) is not None]
+    rows = [(name.capitalize(), summary_text(key, summary[key])) for key, name in SUMMARY_ROWS
+            if summary and summary.get(key) is not None]
     template = "inspector/edge.html#summary" if request.htmx else "inspector/edge.html"
     return render(request, template, {
         "tab": tab, "edge": edge, "title": f"{labels[source]} → {labels[edge['target']]} ({port})",
@@ -76,6 +78,15 @@ def edge_summary(request: HttpRequest, tab_id: int, edge_id: str) -> HttpRespons
                      f"&pane=stats&port={port}#stats-{slugify('out.' + port)}",
         "back_url": f"{reverse('editor-tab', args=[tab.pk])}?{state_query(page)}",
     })
+
+
+def summary_text(key: str, value) -> str:
+    """A summary's figure written as the Inspector writes it (-2, not -2.0; float32, not torch.float32)."""
+    if key == "shape":
+        return shape_text(value)
+    if key == "dtype":
+        return str(value).removeprefix("torch.")
+    return fmt(value)
 
 
 SUMMARY_ROWS = (("type", "type"), ("shape", "shape"), ("dtype", "dtype"), ("min", "min"), ("max", "max"),

@@ -219,6 +219,8 @@
     var button = document.querySelector("#details .name-button"), form = document.querySelector("#details .rename-form");
     if (!button || !form) return;
     button.hidden = false; form.hidden = true;
+    var plain = document.querySelector("#details .name-text");  // the heading's text without a script
+    if (plain) plain.hidden = true;
   }
   function cancelRename(input) {
     input.value = input.defaultValue;
@@ -279,7 +281,8 @@
     if (!card || !menu) return;
     event.preventDefault();
     menuNode = card.dataset.node;
-    menu.style.left = event.clientX + "px"; menu.style.top = event.clientY + "px";
+    menu.style.left = Math.min(event.clientX, window.innerWidth - 160) + "px";  // inside the window
+    menu.style.top = Math.min(event.clientY, window.innerHeight - 48) + "px";
     menu.hidden = false;
     menu.querySelector("button").focus();
   });
@@ -291,14 +294,25 @@
   // -- click an edge after a run: what flowed through it -------------------------------------
   function hideEdge() { var p = document.getElementById("edge-popover"); if (p) p.hidden = true; }
   document.addEventListener("click", function (event) {
-    var path = event.target.closest && event.target.closest("path.edge:not(.trigger)");
+    var path = event.target.closest && event.target.closest("path.edge:not(.trigger), a[data-edge-link]");
     var popover = document.getElementById("edge-popover");
-    if (!path) { if (popover && !event.target.closest("#edge-popover")) hideEdge(); return; }
-    var s = new URLSearchParams(editor().dataset.state || "");
-    var url = "/editor/" + tabId() + "/edges/" + encodeURIComponent(path.dataset.edge) + "/" +
-              (s.get("run") ? "?run=" + encodeURIComponent(s.get("run")) : "");
-    popover.style.left = event.clientX + "px"; popover.style.top = event.clientY + "px";
-    htmx.ajax("GET", url, { target: "#edge-popover", swap: "innerHTML" }).then(function () { popover.hidden = false; });
+    if (!path || !popover) { if (popover && !event.target.closest("#edge-popover")) hideEdge(); return; }
+    var url, s = new URLSearchParams(editor().dataset.state || "");
+    if (path.tagName === "A") {  // the node panel's list of connections: the keyboard's way in
+      event.preventDefault();
+      url = path.getAttribute("href");
+    } else {
+      url = "/editor/" + tabId() + "/edges/" + encodeURIComponent(path.dataset.edge) + "/" +
+            (s.get("run") ? "?run=" + encodeURIComponent(s.get("run")) : "");
+    }
+    var at = path.tagName === "A" ? path.getBoundingClientRect() : { left: event.clientX, bottom: event.clientY };
+    popover.style.left = Math.min(at.left, window.innerWidth - 400) + "px";
+    popover.style.top = Math.min(at.bottom, window.innerHeight - 260) + "px";
+    htmx.ajax("GET", url, { target: "#edge-popover", swap: "innerHTML" }).then(function () {
+      popover.hidden = false;
+      var first = popover.querySelector("a");
+      if (path.tagName === "A" && first) first.focus();
+    });
   });
   document.addEventListener("click", function (event) {
     if (event.target.closest("#edge-popover a[data-close]")) { event.preventDefault(); hideEdge(); }

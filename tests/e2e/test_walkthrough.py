@@ -20,8 +20,8 @@ pytestmark = pytest.mark.e2e  # (conftest marks every test under tests/e2e too)
 
 # The 16 numbers a student types into the grid (the walkthrough example's values).
 VALUES = [0.5, -1.0, 2.0, 0.0, 1.5, 0.25, -0.5, 3.0, -2.0, 1.0, 0.75, -0.25, 0.0, 2.5, -1.5, 1.25]
-DRAFT = ("No entry points defined. Drag a Start node from the palette and connect it to the node "
-         "you want to start execution from.")
+DRAFT = ("No entry points defined. Add a Start node from the palette (drag it onto the canvas or press its button) "
+         "and connect it to the node you want to start execution from.")
 RESHAPE_ERROR = "16 values cannot be reshaped to [-1, 784]"
 CHAIN = ("TensorInput", "Reshape", "Softmax", "Print")
 # Where each node is dropped, in the canvas's visible box; cards are 184 px wide, and the
