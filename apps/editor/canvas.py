@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import document, segments
-from .nodes.base import PORT_COLOURS, Port, category_colour, resolve
+from apps.graphs import document, segments
+from apps.graphs.nodes.base import PORT_COLOURS, Port, category_colour, resolve
 
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
 PICTURE_H = 40           # room under the ports for a picture of the node's output, after a run

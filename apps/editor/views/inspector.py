@@ -1,5 +1,6 @@
 """Inspector fragments: one port row (re-fetched when its producer finishes or a slice is
-chosen). The panel itself renders inside the editor page from the same templates."""
+chosen) and the edge summary. The panel itself renders inside the editor page from the same
+templates (its tabs share the right-hand column with the node's own, so switching re-renders the page)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -11,29 +12,13 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
 from apps.graphs import document
-from apps.graphs.editor_context import (inspected_run, inspection, inspector, page_state, run_view,
-                                        state_query)
-from apps.graphs.models import Tab
+from apps.inspector import capture_state as cs
+from apps.inspector.panel import find_row
+from apps.inspector.values import fmt, shape_text
 from codefyui.access import get_visible
 
-from . import capture_state as cs
-from .panel import TABS, find_row
-from .values import fmt, shape_text
-
-
-@require_GET
-def inspect_panel(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
-    """The Inspector column alone (switching its tabs swaps only this)."""
-    tab = get_visible(Tab.objects, request.user, tab_id)
-    run = inspected_run(request, tab)
-    shown = inspection(request, tab.document, node_id, run).doc
-    if not any(n["id"] == node_id for n in shown["nodes"]):
-        return HttpResponse('<p class="row-message" role="status">This node is no longer in the graph.</p>', status=404)
-    state = page_state(request, node_id, run)
-    return render(request, "inspector/_panel.html", {
-        "tab": tab, "state": state, "state_query": state_query(state), "base_query": state_query({**state, "node": ""}),
-        "inspector": inspector(request, tab.document, node_id, run,
-                                state["view"] if state["view"] in TABS else "forward")})
+from ..context import inspected_run, inspection, page_state, run_view, state_query
+from ..models import Tab
 
 
 @require_GET
@@ -74,9 +59,9 @@ def edge_summary(request: HttpRequest, tab_id: int, edge_id: str) -> HttpRespons
     return render(request, template, {
         "tab": tab, "edge": edge, "title": f"{labels[source]} → {labels[edge['target']]} ({port})",
         "state": state, "rows": rows, "page": page, "port": port,
-        "stats_url": f"{reverse('node-details', args=[tab.pk, source])}?{state_query({**page, 'node': ''})}"
+        "stats_url": f"{reverse('editor:node-details', args=[tab.pk, source])}?{state_query({**page, 'node': ''})}"
                      f"&pane=stats&port={port}#stats-{slugify('out.' + port)}",
-        "back_url": f"{reverse('editor-tab', args=[tab.pk])}?{state_query(page)}",
+        "back_url": f"{reverse('editor:tab', args=[tab.pk])}?{state_query(page)}",
     })
 
 
