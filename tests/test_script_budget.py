@@ -9,7 +9,7 @@ import pytest
 from django.contrib.staticfiles import finders
 
 from apps.graphs import document
-from apps.graphs.models import Tab
+from apps.editor.models import Tab
 
 pytestmark = pytest.mark.django_db
 

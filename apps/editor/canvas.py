@@ -9,6 +9,7 @@ from apps.graphs import document, segments
 from apps.graphs.nodes.base import PORT_COLOURS, Port, category_colour, resolve
 
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
+SHAPE_LABEL_BEFORE = 30  # px before the input an edge enters: its shape is written over the gap between cards
 PICTURE_H = 40           # room under the ports for a picture of the node's output, after a run
 MARGIN = 240
 
@@ -118,19 +119,11 @@ def layout(doc: dict[str, Any], style: str = "circuit", active_segment: str = ""
         edges.append(EdgeView(e["id"], edge_path(start.x, start.y, end_x, end_y, style), colour,
                               document.is_trigger(e),
                               f"{src.label}.{start.name} → {dst.label}" + ("" if document.is_trigger(e) else f".{e['targetHandle']}"),
-                              source=src.id, port=start.name, target=dst.id, label_at=_label_at(start.x, start.y, end_x, end_y)))
+                              source=src.id, port=start.name, target=dst.id, label_at=(end_x - SHAPE_LABEL_BEFORE, end_y)))
     width = max((c.x + CARD_W for c in cards.values()), default=0) + MARGIN
     height = max((c.y + c.h for c in cards.values()), default=0) + MARGIN
     bubbles = [b for g in doc.get("segmentGroups", []) if (b := _bubble(doc, g, cards, active_segment))]
     return CanvasView(list(cards.values()), edges, max(width, 960), max(height, 560), bubbles)
-
-
-def _label_at(x1: float, y1: float, x2: float, y2: float) -> tuple[float, float]:
-    """Where an edge's shape is written: over the gap it crosses into its target, or below the
-    detour of an edge that runs back."""
-    if x2 < x1 + 16:
-        return (x1 + x2) / 2, max(y1, y2) + 48
-    return (x1 + x2) / 2 if abs(y1 - y2) < 1 else x2 - 28, y2
 
 
 def _bubble(doc: dict[str, Any], group: dict[str, Any], cards: dict[str, CardView], active: str) -> BubbleView | None:

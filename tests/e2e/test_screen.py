@@ -67,7 +67,7 @@ class Screen(Inspecting):
     def node_tab(self, label: str) -> Locator:
         """The right-hand column on the node's own tab: its name, parameters and wiring."""
         side = self.select_node(label)
-        node_tab = side.get_by_role("navigation", name="Inspector tabs").get_by_role("link", name="Node", exact=True)
+        node_tab = side.get_by_role("link", name="Node", exact=True)
         if node_tab.get_attribute("aria-current") != "page":
             self.use(node_tab)
         panel = self.panel(label)
@@ -218,3 +218,69 @@ def test_a_failed_run_never_moves_the_toolbar(screen_page):
     settings = editor.settings()
     editor.reachable(settings.get_by_role("checkbox", name="Record node outputs"))
     editor.shot("failed-run-settings")
+    toolbar.locator("summary").filter(has_text="Settings").click()  # FALLBACK: a <summary> has no role
+    for name, inside in (("File", "Import"), ("Select", "Create segment")):
+        toolbar.locator("summary").filter(has_text=name).click()
+        body = toolbar.locator("details[open] .popover-body")  # FALLBACK: the open popover's body
+        editor.reachable(body, body.get_by_role("button", name=inside, exact=True))
+        toolbar.locator("summary").filter(has_text=name).click()
+
+
+def test_double_click_anywhere_on_a_card_opens_node_details(page: Page):
+    """Item 2, ND1: double-clicking a node's title (which also selects it and re-renders the
+    editor) opens Node details and throws nothing; so does its body."""
+    editor = Screen(page, js=True)
+    editor.open_example()
+    editor.card("Reshape").get_by_role("link", name="Reshape", exact=True).dblclick()
+    editor.expect_details_of("Reshape")
+    editor.close_details()
+    editor.card("Softmax").dblclick(position=editor.card_body("Softmax"))
+    editor.expect_details_of("Softmax")
+
+
+def test_shift_click_selects_nodes_and_never_text(page: Page):
+    """Item 9: Shift-clicking two cards selects them, not the text between them."""
+    editor = Screen(page, js=True)
+    editor.open_example()
+    for label in ("Reshape", "Print"):
+        editor.card(label).click(modifiers=["Shift"], position=editor.card_body(label))
+    expect(page.locator("#segment-form")).to_be_visible()  # FALLBACK: the floating form has no name
+    assert page.evaluate("() => getSelection().toString()") == ""
+
+
+def test_without_javascript_a_node_moves_by_its_arrow_buttons(nojs_page: Page):
+    """Item 4: without a script a node is moved with its panel's Move buttons, by grid steps."""
+    editor = Screen(nojs_page, js=False)
+    editor.open_example()
+    before = editor.card_position("Print")
+    panel = editor.node_tab("Print")
+    editor.use(panel.get_by_role("group", name="Move Print").get_by_role("button", name="Move right"))
+    editor.use(editor.panel("Print").get_by_role("group", name="Move Print").get_by_role("button", name="Move down"))
+    after = editor.card_position("Print")
+    assert (round(after[0] - before[0]), round(after[1] - before[1])) == (48, 48), (before, after)
+
+
+def test_an_edge_is_reached_by_keyboard_from_the_connections_list(page: Page):
+    """Item 14, ND11: after a run the selected node lists its connections; Enter on What flowed
+    opens the edge summary, whose View stats is the next keyboard stop."""
+    editor = Screen(page, js=True)
+    editor.open_example()
+    editor.run_to_the_end()
+    panel = editor.node_tab("Softmax")
+    link = panel.get_by_role("region", name="Connections").get_by_role(
+        "link", name="What flowed through Reshape.tensor → Softmax.tensor", exact=True)
+    link.focus()
+    page.keyboard.press("Enter")
+    summary = page.get_by_role("dialog", name="Reshape → Softmax (tensor)")
+    expect(summary).to_be_visible()
+    editor.reachable(summary)
+    expect(summary).to_contain_text("[1, 16]")
+    expect(summary.get_by_role("link", name="View stats")).to_be_focused()
+
+
+def test_the_home_page_is_one_click_from_a_lesson(nojs_page: Page):
+    """Item 12: the first page after login offers the blank graph and the lessons."""
+    editor = Screen(nojs_page, js=False)
+    nojs_page.goto("/")
+    editor.use(nojs_page.get_by_role("button", name=re.compile(r"^Softmax walkthrough")))
+    expect(editor.card("Reshape")).to_be_visible()

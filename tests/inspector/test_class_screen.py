@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from apps.graphs.models import Tab
+from apps.editor.models import Tab
 from apps.runs import service
 from apps.runs.models import Run
 from tests.inspector.test_inspector_views import finished, page, tab  # noqa: F401 (fixtures)
@@ -16,10 +16,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_the_right_hand_column_opens_on_the_node_before_a_run_and_on_the_inspector_after(student_client, tab, finished):
     """Item 7: the node's parameters and the Inspector share one column as tabs."""
     before = page(student_client, tab, "node=softmax")
-    assert 'aria-current="page" class="current">Node<' in before and "Apply parameters" in before
+    assert 'class="side-tab current" aria-current="page">Node<' in before and "Apply parameters" in before
     assert 'aria-label="Node Softmax"' in before and "Inspector Softmax" not in before
     after = page(student_client, tab, f"node=softmax&run={finished.pk}")
-    assert 'aria-current="page" class="current">Forward<' in after and 'aria-label="Node Softmax"' not in after
+    assert 'class="side-tab current" aria-current="page">Forward<' in after and 'aria-label="Node Softmax"' not in after
     node_tab = page(student_client, tab, f"node=softmax&run={finished.pk}&view=node")
     assert 'aria-label="Node Softmax"' in node_tab and 'class="port-row' not in node_tab
 
