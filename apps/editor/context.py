@@ -51,6 +51,8 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         selected = ""
     state = page_state(request, selected, run, block)
     view = side_view(state, run, node_panel_shown=bool(selected) and not block)
+    if selected:  # carried on, so a reload or the next node keeps the column on this tab
+        state["view"] = view
     query = request.GET.get("q", "")
     statuses = run.nodes if run else {}
     pictures = {} if block or run is None else card_pictures(request, doc, run)
@@ -74,7 +76,8 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         kept_weights=service.kept_weights(tab.weights_scope),
     )
     active = segments.find(doc, tab.active_segment) if tab.active_segment and not block else None
-    if active and segments.members_of(doc, active):  # an active segment beats a selected node
+    if active and segments.members_of(doc, active) and not (context["selected"] and view == NODE_VIEW):
+        # an active segment beats a selected node's Inspector (the node's own tab stays one click away)
         context["segment"] = segment_view(inspection(request, doc, active["tailNodeId"], run), active)
     elif selected and view != NODE_VIEW:
         context["inspector"] = inspector(request, doc, selected, run, view)

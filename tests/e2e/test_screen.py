@@ -36,7 +36,9 @@ class Screen(Inspecting):
     def shot(self, name: str) -> None:
         if SCREENS:
             Path(SCREENS).mkdir(parents=True, exist_ok=True)
-            self.page.screenshot(path=f"{SCREENS}/{self.page.screen_name}-{name}.png")
+            size = self.page.viewport_size
+            screen = getattr(self.page, "screen_name", f"{size['width']}x{size['height']}-{'js' if self.js else 'nojs'}")
+            self.page.screenshot(path=f"{SCREENS}/{screen}-{name}.png")
 
     def reachable(self, *controls: Locator) -> None:
         """Each control is shown inside the window, and the page has not scrolled to show it."""
@@ -236,6 +238,7 @@ def test_double_click_anywhere_on_a_card_opens_node_details(page: Page):
     editor.close_details()
     editor.card("Softmax").dblclick(position=editor.card_body("Softmax"))
     editor.expect_details_of("Softmax")
+    editor.shot("details")
 
 
 def test_shift_click_selects_nodes_and_never_text(page: Page):
@@ -282,5 +285,6 @@ def test_the_home_page_is_one_click_from_a_lesson(nojs_page: Page):
     """Item 12: the first page after login offers the blank graph and the lessons."""
     editor = Screen(nojs_page, js=False)
     nojs_page.goto("/")
+    editor.shot("home")
     editor.use(nojs_page.get_by_role("button", name=re.compile(r"^Softmax walkthrough")))
     expect(editor.card("Reshape")).to_be_visible()
