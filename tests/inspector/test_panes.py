@@ -1,0 +1,25 @@
+"""Node details' panes are small tab classes: each node gets the ones that apply, in the seed's order."""
+from __future__ import annotations
+
+from apps.graphs.nodes.base import resolve
+from apps.inspector.panes import panes_for
+
+
+def slugs(cls, has_run):
+    return [p.slug for p in panes_for(cls, has_run)]
+
+
+def test_a_node_before_any_run_has_inputs_outputs_stats_and_docs():
+    assert slugs(resolve("Reshape"), has_run=False) == ["inputs", "outputs", "stats", "docs"]
+
+
+def test_a_run_adds_steps_and_backward_after_the_outputs():
+    assert slugs(resolve("Reshape"), has_run=True) == ["inputs", "outputs", "steps", "backward", "stats", "docs"]
+
+
+def test_a_block_opens_on_its_subgraph():
+    assert slugs(resolve("Subgraph"), has_run=False)[0] == "subgraph"
+
+
+def test_a_note_still_has_the_panes_that_need_no_class():
+    assert slugs(None, has_run=False) == ["inputs", "outputs", "stats", "docs"]
