@@ -218,7 +218,7 @@ class Backward(InspectorTab):
     slug, title, template = "backward", "Backward", "inspector/_backward.html"
 
     def context(self, ins):
-        return {"state": _recorded_extra(ins, "__grads__", backward=True), "grads": []}
+        return {"state": _recorded_extra(ins, "__grads__", backward=True)}
 
 
 def _recorded_extra(ins: Inspection, port: str, backward: bool) -> cs.RowState:

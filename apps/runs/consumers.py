@@ -51,15 +51,14 @@ def fragment(event: dict) -> str:
     """The HTML an event becomes: badge, log row and/or run status, each with hx-swap-oob."""
     kind, node_id = event["kind"], event.get("node_id")
     parts = []
-    if node_id and kind.startswith("node_") and kind != ev.NODE_PROGRESS:
+    if node_id and kind.startswith("node_"):
         status = {"status": kind.removeprefix("node_"), "error": event.get("error")}
         parts.append(render_to_string("editor/_badge.html", {"card": _Card(node_id, status), "oob": True}))
     entry = ev.log_entry(ev.Event(**{k: v for k, v in event.items() if k in ev.Event.__dataclass_fields__}))
     if entry:
         parts.append(_log(entry))
     if kind == ev.RUN_STARTED or kind in ev.TERMINAL:
-        status = {ev.RUN_STARTED: "running", ev.RUN_COMPLETED: "succeeded", ev.RUN_FAILED: "failed",
-                  ev.RUN_STOPPED: "cancelled"}[kind]
+        status = "running" if kind == ev.RUN_STARTED else ev.TERMINAL_STATUS[kind]
         parts.append(render_to_string("editor/_run_status.html", {"run": _RunView(status, event), "oob": True}))
     return "".join(parts)
 

@@ -196,8 +196,6 @@ class _Recorder:
     """Engine events -> the Run row, then the listeners. The row is written before an event
     is pushed, so a client that (re)connects and reads the row misses nothing."""
 
-    TERMINAL_STATUS = {ev.RUN_COMPLETED: "succeeded", ev.RUN_FAILED: "failed", ev.RUN_STOPPED: "cancelled"}
-
     def __init__(self, run_pk):
         self.run_pk = run_pk
         self.nodes: dict[str, dict[str, Any]] = {}
@@ -221,10 +219,10 @@ class _Recorder:
         if event.kind == ev.RUN_STARTED:
             fields = {"status": Run.Status.RUNNING, "started": timezone.now(),
                       "device": (event.data or {}).get("device", "")}
-        elif event.kind in self.TERMINAL_STATUS:
-            fields = {"status": self.TERMINAL_STATUS[event.kind], "error": event.error or "",
+        elif event.kind in ev.TERMINAL_STATUS:
+            fields = {"status": ev.TERMINAL_STATUS[event.kind], "error": event.error or "",
                       "finished": timezone.now()}
-        elif event.node_id and event.kind.startswith("node_") and event.kind != ev.NODE_PROGRESS:
+        elif event.node_id and event.kind.startswith("node_"):
             node = {"status": event.kind.removeprefix("node_")}
             if event.error:
                 node["error"] = event.error

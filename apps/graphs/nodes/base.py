@@ -13,9 +13,6 @@ from typing import Any, Callable, ClassVar, Protocol
 
 # -- port types -------------------------------------------------------------------------
 
-PORT_TYPES = ("TENSOR", "MODEL", "DATASET", "DATALOADER", "OPTIMIZER", "LOSS_FN", "SCALAR",
-              "STRING", "IMAGE", "LIST", "ANY", "TRIGGER")
-
 PORT_COLOURS = {
     "TENSOR": "#4CAF50", "MODEL": "#2196F3", "DATASET": "#FF9800", "DATALOADER": "#9C27B0",
     "OPTIMIZER": "#F44336", "LOSS_FN": "#E91E63", "SCALAR": "#00BCD4", "STRING": "#8BC34A",

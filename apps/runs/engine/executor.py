@@ -191,10 +191,6 @@ class _Context:
             self.log(f"{self._node.label} continues with the weights kept from the previous run")
         return module.to(self.device)
 
-    def progress(self, data: dict[str, Any]) -> None:
-        self._emit(ev.Event(ev.NODE_PROGRESS, self._options.run_id, self.node_id, data=data))
-
-
 # -- the run ------------------------------------------------------------------------------
 
 def execute(plan: Plan, options: RunOptions, emit: Emit, captures: Any = None,
@@ -387,7 +383,7 @@ def _finish(plan: Plan, outcome: RunOutcome, emit: Emit, kind: str, error: str |
         if node_id not in outcome.nodes:
             outcome.nodes[node_id] = NodeResult("skipped")
             emit(ev.Event(ev.NODE_SKIPPED, outcome.run_id, node_id))
-    outcome.status = {ev.RUN_COMPLETED: "succeeded", ev.RUN_FAILED: "failed", ev.RUN_STOPPED: "cancelled"}[kind]
+    outcome.status = ev.TERMINAL_STATUS[kind]
     outcome.error = error
     emit(ev.Event(kind, outcome.run_id, error=error, level="error" if error else "success"))
     return outcome

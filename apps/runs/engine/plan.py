@@ -12,6 +12,7 @@ from typing import Any
 from apps.graphs.document import NOTE_TYPE, is_trigger, node_label
 from apps.graphs.edits import EditError
 from apps.graphs.nodes.base import Node, resolve, types_compatible
+from apps.graphs.reach import data_links, reachable
 from apps.graphs.subgraphs import flatten
 
 DRAFT_MESSAGE = ("No entry points defined. Drag a Start node from the palette and connect it "
@@ -77,25 +78,9 @@ def plan_run(doc: dict[str, Any]) -> Plan:
 
 def _executable_set(nodes, triggers, data_edges) -> set[str]:
     """Entry points, everything they feed, everything feeding that, and their Start nodes."""
-    downstream: dict[str, list[str]] = {}
-    upstream: dict[str, list[str]] = {}
-    for e in data_edges:
-        downstream.setdefault(e["source"], []).append(e["target"])
-        upstream.setdefault(e["target"], []).append(e["source"])
-    entries = [e["target"] for e in triggers]
-    reached = _reach(entries, downstream)
-    reached = _reach(list(reached), upstream)
+    reached = reachable([e["target"] for e in triggers], data_links(data_edges))
+    reached = reachable(reached, data_links(data_edges, backward=True))
     return reached | {e["source"] for e in triggers if e["target"] in reached}
-
-
-def _reach(start: list[str], links: dict[str, list[str]]) -> set[str]:
-    seen, stack = set(start), list(start)
-    while stack:
-        for nxt in links.get(stack.pop(), ()):
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return seen
 
 
 def _plan_node(node, nodes, data_edges, triggers, problems: list[str]) -> PlannedNode | None:
