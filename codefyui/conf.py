@@ -22,6 +22,8 @@ def _int(name: str, default: int) -> int:
 # The seed fixes 20 runs; a school whose classes are larger can raise it.
 RUN_OUTPUT_STORE_MAX_RUNS = _int("CODEFYUI_RUN_OUTPUT_STORE_MAX_RUNS", 20)
 RUN_OUTPUT_STORE_MAX_MB = _int("CODEFYUI_RUN_OUTPUT_STORE_MAX_MB", 2048)
+# The store's class, by dotted path (a CaptureStore subclass; a worker box's remote store later).
+RUN_OUTPUT_STORE_CLASS = os.environ.get("CODEFYUI_RUN_OUTPUT_STORE_CLASS", "").strip() or "apps.runs.store.MemoryCaptureStore"
 
 # A shared school server must survive a student's mistake.
 MAX_TENSOR_ELEMENTS = _int("CODEFYUI_MAX_TENSOR_ELEMENTS", 100_000_000)

@@ -9,6 +9,7 @@ while it is away. No Django here.
 from __future__ import annotations
 
 import copy
+import importlib
 import itertools
 import threading
 from abc import ABC, abstractmethod
@@ -194,12 +195,25 @@ _store: CaptureStore | None = None
 _store_lock = threading.Lock()
 
 
+def store_class() -> type[CaptureStore]:
+    """The CaptureStore class CODEFYUI_RUN_OUTPUT_STORE_CLASS names (checked at start-up)."""
+    path = conf.RUN_OUTPUT_STORE_CLASS
+    module, _, name = path.rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise RuntimeError(f"CODEFYUI_RUN_OUTPUT_STORE_CLASS: cannot import {path!r} ({exc})") from None
+    if not (isinstance(found, type) and issubclass(found, CaptureStore)):
+        raise RuntimeError(f"CODEFYUI_RUN_OUTPUT_STORE_CLASS: {path!r} is not a CaptureStore")
+    return found
+
+
 def get_store() -> CaptureStore:
     """The server-wide store, created on first use from the settings."""
     global _store
     with _store_lock:
         if _store is None:
-            _store = MemoryCaptureStore()
+            _store = store_class()()
         return _store
 
 

@@ -262,6 +262,15 @@ def test_importing_a_broken_file_says_why(student_client):
     assert "x.json could not be imported: Invalid JSON at line 1" in body
 
 
+
+@pytest.mark.parametrize("back, lands", [("/editor/5/?node=a", "/editor/5/?node=a"),
+                                         ("https://elsewhere.example/phish", "/editor/"),
+                                         ("//elsewhere.example/", "/editor/"), ("editor:tab", "/editor/")])
+def test_a_refused_import_goes_back_only_to_a_page_of_this_site(student_client, back, lands):
+    response = student_client.post("/editor/tabs/import", {"_back": back})
+    assert response.status_code == 302 and response.url == lands
+
+
 def test_save_stores_the_tab_as_a_graph(student_client, student, tab):
     student_client.post(url(tab, "save"))
     assert Graph.objects.get(owner=student).name == "Softmax walkthrough"

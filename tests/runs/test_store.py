@@ -1,6 +1,7 @@
 """The capture store: newest 20 runs and a byte budget, whole runs evicted oldest-first."""
 from __future__ import annotations
 
+import pytest
 import torch
 
 from apps.runs.store import MemoryCaptureStore
@@ -107,3 +108,25 @@ def test_the_run_limit_is_twenty_unless_the_school_raises_it(monkeypatch):
     finally:
         monkeypatch.undo()
         importlib.reload(conf)
+
+
+def test_the_store_class_is_chosen_by_a_dotted_path(monkeypatch):
+    from apps.runs import store
+    from codefyui import conf
+    monkeypatch.setattr(conf, "RUN_OUTPUT_STORE_CLASS", "tests.runs.test_store.TinyStore")
+    store.set_store(None)
+    assert isinstance(store.get_store(), TinyStore)
+
+
+@pytest.mark.parametrize("path", ["apps.runs.store.NoSuchStore", "nowhere.Store", "apps.runs.store.Capture"])
+def test_a_wrong_store_class_is_named_in_the_error(monkeypatch, path):
+    from apps.runs import store
+    from codefyui import conf
+    monkeypatch.setattr(conf, "RUN_OUTPUT_STORE_CLASS", path)
+    with pytest.raises(RuntimeError, match="CODEFYUI_RUN_OUTPUT_STORE_CLASS"):
+        store.store_class()
+
+
+class TinyStore(MemoryCaptureStore):
+    def __init__(self):
+        super().__init__(max_runs=1)
