@@ -73,17 +73,17 @@ def edge_summary(request: HttpRequest, tab_id: int, edge_id: str) -> HttpRespons
     # The small summary is kept on the Run row, so it outlives the captures and needs no recording.
     lookup = (run.nodes.get(source, {}).get("summary") or {}).get(port, cs.MISSING) if run else cs.MISSING
     view = run_view(run)
-    state = cs.row_state(replace(view, recorded=True) if view else None, source, lookup, record_now=True)
-    page = _state(request, source, run)
-    summary = state.value if state.has_value else None
+    captured = cs.row_state(replace(view, recorded=True) if view else None, source, lookup, record_now=True)
+    state = _state(request, source, run)
+    summary = captured.value if captured.has_value else None
     rows = [(name.capitalize(), summary[key]) for key, name in SUMMARY_ROWS if summary and summary.get(key) is not None]
     template = "inspector/edge.html#summary" if request.htmx else "inspector/edge.html"
     return render(request, template, {
         "tab": tab, "edge": edge, "title": f"{labels[source]} → {labels[edge['target']]} ({port})",
-        "state": state, "rows": rows, "port": port,
-        "stats_url": page.url(reverse("editor:node-details", args=[tab.pk, source]), node="", pane="stats", port=port)
+        "captured": captured, "state": state, "rows": rows, "port": port,
+        "stats_url": state.url(reverse("editor:node-details", args=[tab.pk, source]), node="", pane="stats", port=port)
                      + f"#stats-{slugify('out.' + port)}",
-        "back_url": page.url(reverse("editor:tab", args=[tab.pk])),
+        "back_url": state.url(reverse("editor:tab", args=[tab.pk])),
     })
 
 
