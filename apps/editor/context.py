@@ -169,11 +169,20 @@ def device_choices(prefs: Prefs) -> dict[str, Any]:
             "warning": warning, "follow_label": f"Follow Settings ({follow})", "used": str(used)}
 
 
+def server_facts() -> dict[str, Any]:
+    """What this server is and holds: version, counts, each in-memory store's usage against
+    its budget (the Settings popover's This Server section and GET /api/health)."""
+    return {"version": codefyui.__version__, "nodes": len(palette.catalogue()), "presets": 0,
+            "stores": {"run_output_store": get_store().usage(), "execution_cache": service.cache_usage(),
+                       "stats_cache": get_stats_cache().usage()}}
+
+
 def server_usage() -> dict[str, Any]:
-    """This Server: version, counts, and each in-memory store's usage against its budget."""
-    runs, cache, stats = get_store().usage(), service.cache_usage(), get_stats_cache().usage()
+    """This Server, worded: each store's usage against its budget."""
+    facts = server_facts()
+    runs, cache, stats = (facts["stores"][k] for k in ("run_output_store", "execution_cache", "stats_cache"))
     budget = lambda n: filesizeformat(n) if n else "unbounded"  # noqa: E731
-    return {"version": codefyui.__version__, "nodes": len(palette.catalogue()), "presets": 0, "stores": [
+    return {**facts, "stores": [
         ("Recorded outputs", f"{runs['runs']} of {runs['max_runs']} runs, "
                              f"{filesizeformat(runs['bytes'])} of {budget(runs['max_bytes'])}"),
         ("Execution cache", f"{cache['entries']} results in {cache['instances']} caches, "
