@@ -26,6 +26,7 @@ from codefyui import conf
 
 from . import events as ev
 from .cache import ExecutionCache, cache_key
+from .limits import element_limit
 from .plan import Plan, PlannedNode
 from .weights import WEIGHTS, structure_hash
 
@@ -288,7 +289,8 @@ class _Runner:
                 torch.manual_seed(ctx.seed)
                 np.random.seed(ctx.seed % 2**32)
                 random.seed(ctx.seed)
-            outputs = node.cls().run(ctx, dict(node.params), **inputs)
+            with element_limit(node.label, self.options.max_elements):
+                outputs = node.cls().run(ctx, dict(node.params), **inputs)
             if not isinstance(outputs, dict):
                 raise NodeError(f"returned {type(outputs).__name__} instead of its outputs")
             if any(inputs[k]._version != v for k, v in versions.items()):
