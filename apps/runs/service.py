@@ -97,7 +97,7 @@ def run_now(doc: dict[str, Any], options: dict[str, Any], emit: Callable[[ev.Eve
 
 _pool = ThreadPoolExecutor(max_workers=max(1, conf.MAX_CONCURRENT_RUNS), thread_name_prefix="runs")
 _cancels: dict[str, threading.Event] = {}
-_caches: dict[int, engine.ExecutionCache] = {}
+_cache = engine.ExecutionCache()  # one for the server, a scope per user (CODEFYUI_EXECUTION_CACHE_MAX_MB)
 _listeners: list[Callable[[ev.Event], None]] = []
 _lock = threading.Lock()
 
@@ -118,7 +118,7 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
     cancel = threading.Event()
     with _lock:
         _cancels[str(run.id)] = cancel
-        cache = _caches.setdefault(user.pk, engine.ExecutionCache(conf.EXECUTION_CACHE_MAX_ENTRIES))
+    cache = _cache.scope(user.pk)
     engine_options = {**options, "weights_scope": weights_scope or (f"graph-{graph.pk}" if graph else "")}
     transaction.on_commit(lambda: _pool.submit(_execute, run.pk, planned, engine_options, cancel, cache))
     return run
@@ -174,7 +174,7 @@ def wait_for(run_id, timeout: float = 30.0) -> Run:
 
 
 def _execute(run_pk, planned: engine.Plan, options: dict[str, Any], cancel: threading.Event,
-             cache: engine.ExecutionCache) -> None:
+             cache: engine.CacheScope) -> None:
     run_id = str(run_pk)
     recorder = _Recorder(run_pk)
     try:
@@ -242,6 +242,9 @@ class _Recorder:
 
 
 def cache_usage() -> dict[str, int]:
-    with _lock:
-        return {"instances": len(_caches), "entries": sum(len(c) for c in _caches.values()),
-                "max_entries_each": conf.EXECUTION_CACHE_MAX_ENTRIES}
+    """The execution cache's entries, users (scopes) and bytes against its budget."""
+    return _cache.usage()
+
+
+def clear_cache() -> None:
+    _cache.clear()

@@ -14,11 +14,13 @@ import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
 from codefyui import conf
+
+from .engine.storage import count_storages
 
 
 class StoreUnreachable(Exception):
@@ -99,9 +101,9 @@ class MemoryCaptureStore(CaptureStore):
             if overwrite:  # a loop node rewrote its port: recount what the run still holds
                 run.storages = {}
                 for capture in run.slots.values():
-                    _count(capture.value, run.storages)
+                    count_storages(capture.value, run.storages)
             else:
-                _count(frozen, run.storages)
+                count_storages(frozen, run.storages)
             self._evict(keep=run_id)
 
     def get(self, run_id: str, node_id: str, port: str) -> Capture | None:
@@ -164,26 +166,6 @@ def freeze(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(freeze(v) for v in value)
     return value
-
-
-def _tensors(value: Any) -> Iterator[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, torch.nn.Module):
-        yield from value.parameters()
-        yield from value.buffers()
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _tensors(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _tensors(v)
-
-
-def _count(value: Any, storages: dict[tuple[str, int], int]) -> None:
-    for t in _tensors(value):
-        storage = t.untyped_storage()
-        storages.setdefault((str(t.device), storage.data_ptr()), storage.nbytes())
 
 
 _store: CaptureStore | None = None

@@ -4,5 +4,5 @@ import pytest
 @pytest.fixture(autouse=True)
 def fresh_caches():
     from apps.runs import service
-    service._caches.clear()
+    service.clear_cache()
     yield

@@ -25,7 +25,7 @@ from apps.graphs.nodes.base import NodeError, ParamError
 from codefyui import conf
 
 from . import events as ev
-from .cache import ExecutionCache, cache_key
+from .cache import CacheScope, ExecutionCache, cache_key
 from .limits import element_limit
 from .plan import Plan, PlannedNode
 from .weights import WEIGHTS, structure_hash
@@ -199,7 +199,8 @@ class _Context:
 # -- the run ------------------------------------------------------------------------------
 
 def execute(plan: Plan, options: RunOptions, emit: Emit, captures: Any = None,
-            cancel: threading.Event | None = None, cache: ExecutionCache | None = None) -> RunOutcome:
+            cancel: threading.Event | None = None,
+            cache: ExecutionCache | CacheScope | None = None) -> RunOutcome:
     cancel = cancel or threading.Event()
     device, warning = resolve_device(options.device)
     outcome = RunOutcome(options.run_id, "succeeded", str(device))
