@@ -27,6 +27,7 @@ from codefyui import conf
 from . import events as ev
 from .cache import CacheScope, ExecutionCache, cache_key
 from .limits import element_limit
+from .storage import RecordingStopped
 from .plan import Plan, PlannedNode
 from .weights import WEIGHTS, structure_hash
 
@@ -364,11 +365,12 @@ class _Runner:
 
     def _capture(self, node_id: str, outputs: dict[str, Any], steps: list) -> None:
         run_id = self.options.run_id
-        for port, value in outputs.items():
-            if not port.startswith("__"):
+        ports = [(port, value) for port, value in outputs.items() if not port.startswith("__")]
+        for port, value in ports + ([("__steps__", steps)] if steps else []):
+            try:
                 self.captures.put(run_id, node_id, port, value)
-        if steps:
-            self.captures.put(run_id, node_id, "__steps__", steps)
+            except RecordingStopped as stop:
+                _log(self.emit, self.outcome, run_id, None, recording_stopped(stop.kept_bytes), "warning")
 
     def _done(self, node: PlannedNode, outputs: dict[str, Any]) -> None:
         self.results[node.id] = outputs
@@ -394,6 +396,11 @@ def _finish(plan: Plan, outcome: RunOutcome, emit: Emit, kind: str, error: str |
     outcome.error = error
     emit(ev.Event(kind, outcome.run_id, error=error, level="error" if error else "success"))
     return outcome
+
+
+def recording_stopped(kept_bytes: int) -> str:
+    return (f"Recording stopped after {round(kept_bytes / 2**20, 1):g} MB: this run's outputs are larger than "
+            "the capture store's budget (CODEFYUI_RUN_OUTPUT_STORE_MAX_MB)")
 
 
 def _summaries(outputs: dict[str, Any]) -> dict[str, Any]:

@@ -30,3 +30,12 @@ def count_storages(value: Any, storages: dict[StorageKey, int]) -> None:
     for t in tensors(value):
         storage = t.untyped_storage()
         storages.setdefault((str(t.device), storage.data_ptr()), storage.nbytes())
+
+
+class RecordingStopped(Exception):
+    """A capture store's answer to a put that would take the run past the store's budget:
+    nothing more of the run is kept. ``kept_bytes``: what the run keeps."""
+
+    def __init__(self, kept_bytes: int):
+        self.kept_bytes = kept_bytes
+        super().__init__(f"recording stopped after {kept_bytes} bytes")
