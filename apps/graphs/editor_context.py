@@ -24,7 +24,8 @@ from .nodes.base import PORT_COLOURS
 from .prefs import Prefs
 
 RUN_FILTERS = ("all", "running", "queued", "succeeded", "failed", "cancelled", "interrupted")
-BADGES = {"running": "Running…", "completed": "Completed", "cached": "Cached", "skipped": "Skipped", "error": "Error"}
+BADGES = {"running": "Running…", "completed": "Completed", "cached": "Cached", "skipped": "Skipped", "error": "Error",
+          "interrupted": "Interrupted"}
 
 
 def editor_context(request, tab: Tab | None) -> dict[str, Any]:

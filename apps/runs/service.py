@@ -157,10 +157,16 @@ def delete_run(run: Run) -> None:
 
 
 def mark_interrupted_runs() -> int:
-    """Runs a previous server process left unfinished can never finish: say so."""
-    return Run.objects.filter(status__in=Run.UNFINISHED).update(
-        status=Run.Status.INTERRUPTED, error="The server restarted before this run finished.",
-        finished=timezone.now())
+    """Runs a previous server process left unfinished can never finish: say so, for the run
+    and for each node that was running or queued in it."""
+    runs = list(Run.objects.filter(status__in=Run.UNFINISHED).only("pk", "nodes"))
+    for run in runs:
+        nodes = {node: {**state, "status": "interrupted"} if state.get("status") in ("running", "queued") else state
+                 for node, state in (run.nodes or {}).items()}
+        Run.objects.filter(pk=run.pk, status__in=Run.UNFINISHED).update(
+            status=Run.Status.INTERRUPTED, error="The server restarted before this run finished.",
+            finished=timezone.now(), nodes=nodes)
+    return len(runs)
 
 
 def wait_for(run_id, timeout: float = 30.0) -> Run:
