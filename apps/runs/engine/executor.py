@@ -8,6 +8,7 @@ failure: the outcome and the events say what happened. No Django here.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import logging
 import random
 import threading
@@ -243,8 +244,12 @@ class _Runner:
         self.results: dict[str, dict[str, Any]] = {}
         self.keys: dict[str, str] = {}
         self.waiting = {i: set(n.after) for i, n in plan.nodes.items()}
+        self.dependents: dict[str, list[str]] = {}
+        for i, node in plan.nodes.items():
+            for dep in node.after:
+                self.dependents.setdefault(dep, []).append(i)
         self.order = {i: k for k, i in enumerate(plan.nodes)}
-        self.ready = [i for i, deps in self.waiting.items() if not deps]
+        self.ready = [(self.order[i], i) for i, deps in self.waiting.items() if not deps]  # a heap, in plan order
 
     def run(self) -> RunOutcome:
         opts = self.options
@@ -257,7 +262,7 @@ class _Runner:
             while True:
                 stopping = self.cancel.is_set() or failure is not None
                 while not stopping and self.ready and len(running) < workers:
-                    node = self.plan.nodes[self.ready.pop(0)]
+                    node = self.plan.nodes[heapq.heappop(self.ready)[1]]
                     if not self._serve_from_cache(node):
                         self.emit(ev.Event(ev.NODE_RUNNING, opts.run_id, node.id))
                         running[pool.submit(self._run_node, node)] = node.id
@@ -375,12 +380,11 @@ class _Runner:
     def _done(self, node: PlannedNode, outputs: dict[str, Any]) -> None:
         self.results[node.id] = outputs
         self.outcome.outputs[node.id] = outputs
-        for other, deps in self.waiting.items():
-            if node.id in deps:
-                deps.discard(node.id)
-                if not deps:
-                    self.ready.append(other)
-        self.ready.sort(key=self.order.__getitem__)
+        for other in self.dependents.get(node.id, ()):
+            deps = self.waiting[other]
+            deps.discard(node.id)
+            if not deps:
+                heapq.heappush(self.ready, (self.order[other], other))
 
     def _finish(self, kind: str, error: str | None = None) -> RunOutcome:
         return _finish(self.plan, self.outcome, self.emit, kind, error)
