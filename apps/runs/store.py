@@ -25,6 +25,10 @@ from codefyui import conf
 from .engine.storage import RecordingStopped, StorageKey, count_storages
 
 
+# The seed's words for StoreUnreachable: Inspector rows and the JSON API both say them.
+UNREACHABLE = "The worker that holds this run's recorded outputs cannot be reached now"
+
+
 class StoreUnreachable(Exception):
     """The store that holds this run's captures cannot be reached now."""
 
