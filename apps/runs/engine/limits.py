@@ -26,7 +26,7 @@ from apps.graphs.nodes.library._helpers import shape_str
 
 META = torch.device("meta")
 _UNKNOWN = object()    # the op cannot run on meta: check its real result
-_MEMO_SIZE = 8192      # distinct (op, argument shapes) answers remembered, server-wide
+_MEMO_SIZE = 8192      # distinct (op, argument shapes) answers remembered in this process
 _memo: dict[tuple, Any] = {}
 
 
@@ -72,6 +72,14 @@ class _ElementLimit(TorchDispatchMode):
     def _check(self, shape: tuple[int, ...]) -> None:
         if math.prod(shape) > self.limit:
             raise TooManyElements(self.node, shape, self.limit)
+
+
+def warm_up() -> None:
+    """Pay once, at start-up, what the first meta run costs: torch's Python meta kernels load
+    torch._dynamo on first use (~70 MB, seconds; any optimiser step loads it too). Loaded
+    before the heap is frozen, it is not walked by every garbage collection either."""
+    with element_limit("warm-up", 1):
+        torch.ones(1) + torch.ones(1)
 
 
 def _largest_result(func, args: tuple, kwargs: dict[str, Any]) -> Any:
