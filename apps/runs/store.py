@@ -126,12 +126,11 @@ class MemoryCaptureStore(CaptureStore):
             fresh, held = _would_hold(run, slot, frozen)
             writing = sum(r.bytes for other, r in self._runs.items() if other in self._open and other != run_id)
             if self.max_bytes > 0 and held + writing > self.max_bytes:
-                kept = run.bytes
                 if run.slots.pop(slot, None) is not None:  # never leave an older value behind
                     run.recount()
                 run.stopped = True
                 run.refused.add(slot)
-                raise RecordingStopped(kept)
+                raise RecordingStopped(run.bytes)
             overwrite = slot in run.slots
             run.slots[slot] = Capture(frozen, next(self._serial))
             if overwrite:

@@ -22,7 +22,6 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from apps.graphs.nodes.base import NodeError
-from apps.graphs.nodes.library._helpers import shape_str
 
 META = torch.device("meta")
 _UNKNOWN = object()    # the op cannot run on meta: check its real result
@@ -34,7 +33,7 @@ class TooManyElements(NodeError):
     """A node's operation would make a tensor larger than the element limit."""
 
     def __init__(self, node: str, shape: tuple[int, ...], limit: int):
-        super().__init__(f"{node} would need a tensor of shape {shape_str(shape)} ({math.prod(shape):,} "
+        super().__init__(f"{node} would need a tensor of shape {list(shape)} ({math.prod(shape):,} "
                          f"elements), more than the {limit:,} this server allows "
                          "(CODEFYUI_MAX_TENSOR_ELEMENTS). Use smaller sizes.")
 
