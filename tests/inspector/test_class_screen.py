@@ -44,7 +44,7 @@ def test_the_inspector_says_which_run_it_reads_and_the_way_back_to_the_latest(st
     assert response.status_code == 302
     body = page(student_client, tab, f"node=softmax&run={finished.pk}")
     assert "Reading the run of " in body and "An older run." in body
-    assert f'?node=softmax&amp;run={latest.pk}">Show the latest run</a>' in body
+    assert re.search(rf'hx-get="[^"]*\?node=softmax&amp;run={latest.pk}[^"]*">Show the latest run</a>', body)
     assert "An older run." not in page(student_client, tab, f"node=softmax&run={latest.pk}")
     assert Tab.objects.get(pk=tab.pk).last_run_id == latest.pk
 

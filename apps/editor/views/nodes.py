@@ -2,14 +2,13 @@
 collapsing nodes into a block / expanding it again."""
 from __future__ import annotations
 
-from urllib.parse import parse_qsl
-
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 
 from apps.graphs import edits, subgraphs
 
 from ..prefs import Prefs
+from ..state import PageState
 from .page import apply_edit, posted_number
 
 
@@ -21,7 +20,7 @@ def node_add(request: HttpRequest, tab_id: int) -> HttpResponse:
         if "x" in request.POST and "y" in request.POST:
             x, y = posted_number(request, "x"), posted_number(request, "y")
         else:
-            x, y = edits.free_place(doc, near=dict(parse_qsl(request.POST.get("_state", ""))).get("node", ""))
+            x, y = edits.free_place(doc, near=PageState.posted(request).node)
         return edits.add_node(doc, type_key, x, y, snap)
     return apply_edit(request, tab_id, add, new="select")
 
