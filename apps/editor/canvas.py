@@ -6,9 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.graphs import document, segments
-from apps.graphs.nodes.base import CATEGORY_COLOURS, PORT_COLOURS, Port, resolve
+from apps.graphs.nodes.base import PORT_COLOURS, Port, category_colour, resolve
 
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
+SHAPE_LABEL_BEFORE = 30  # px before the input an edge enters: its shape is written over the gap between cards
+PICTURE_H = 40           # room under the ports for a picture of the node's output, after a run
 MARGIN = 240
 
 
@@ -42,6 +44,7 @@ class CardView:
     entry: bool = False    # a trigger edge starts execution here
     status: dict = field(default_factory=dict)   # this node in the inspected run
     badge: str = ""
+    picture: Any = None    # a small picture of its output in that run (apps.inspector.pictures)
 
 
 @dataclass
@@ -51,6 +54,11 @@ class EdgeView:
     colour: str
     trigger: bool
     label: str
+    source: str = ""
+    port: str = ""
+    target: str = ""
+    label_at: tuple[float, float] = (0.0, 0.0)   # where the shape that crossed it is written
+    shape: str = ""        # that shape, after a run: "[1, 16]"
 
 
 @dataclass
@@ -81,9 +89,13 @@ class CanvasView:
 BUBBLE_PAD = 28
 
 
-def layout(doc: dict[str, Any], style: str = "circuit", active_segment: str = "") -> CanvasView:
+def layout(doc: dict[str, Any], style: str = "circuit", active_segment: str = "",
+           pictured: frozenset[str] = frozenset()) -> CanvasView:
+    """``pictured``: the nodes whose cards show a picture of their output (they are taller)."""
     entries = {e["target"] for e in doc["edges"] if document.is_trigger(e)}
     cards = {n["id"]: _card(n, n["id"] in entries) for n in doc["nodes"]}
+    for node_id in pictured & cards.keys():
+        cards[node_id].h += PICTURE_H
     for e in doc["edges"]:  # say on each input where it comes from (edges are drawn, not read)
         if not document.is_trigger(e) and e["source"] in cards and e["target"] in cards:
             for port in cards[e["target"]].inputs:
@@ -106,7 +118,8 @@ def layout(doc: dict[str, Any], style: str = "circuit", active_segment: str = ""
             continue
         edges.append(EdgeView(e["id"], edge_path(start.x, start.y, end_x, end_y, style), colour,
                               document.is_trigger(e),
-                              f"{src.label}.{start.name} → {dst.label}" + ("" if document.is_trigger(e) else f".{e['targetHandle']}")))
+                              f"{src.label}.{start.name} → {dst.label}" + ("" if document.is_trigger(e) else f".{e['targetHandle']}"),
+                              source=src.id, port=start.name, target=dst.id, label_at=(end_x - SHAPE_LABEL_BEFORE, end_y)))
     width = max((c.x + CARD_W for c in cards.values()), default=0) + MARGIN
     height = max((c.y + c.h for c in cards.values()), default=0) + MARGIN
     bubbles = [b for g in doc.get("segmentGroups", []) if (b := _bubble(doc, g, cards, active_segment))]
@@ -118,11 +131,11 @@ def _bubble(doc: dict[str, Any], group: dict[str, Any], cards: dict[str, CardVie
     if not members:  # an end is gone or the path is broken: no bubble
         return None
     boxes = [cards[m] for m in members]
-    x0, y0 = min(c.x for c in boxes) - BUBBLE_PAD, min(c.y for c in boxes) - BUBBLE_PAD
+    x0, y0 = max(0.0, min(c.x for c in boxes) - BUBBLE_PAD), max(0.0, min(c.y for c in boxes) - BUBBLE_PAD)
     x1, y1 = max(c.x + CARD_W for c in boxes) + BUBBLE_PAD, max(c.y + c.h for c in boxes) + BUBBLE_PAD
     head, tail = cards[group["headNodeId"]], cards[group["tailNodeId"]]
     return BubbleView(group["id"], head.label, tail.label, x0, y0, x1 - x0, y1 - y0,
-                      (head.x, head.y - 22), (tail.x + CARD_W - 40, tail.y + tail.h + 6), group["id"] == active)
+                      (head.x, max(0.0, head.y - 22)), (tail.x + CARD_W - 40, tail.y + tail.h + 6), group["id"] == active)
 
 
 def _card(node: dict[str, Any], entry: bool) -> CardView:
@@ -135,7 +148,7 @@ def _card(node: dict[str, Any], entry: bool) -> CardView:
     inputs, outputs = cls.input_ports(params), cls.output_ports(params)
     rows = max(len(inputs), len(outputs), 1)
     card = CardView(node["id"], cls.type, document.node_label(node), cls.category,
-                    CATEGORY_COLOURS.get(cls.category, "#607D8B"), cls.description, x, y,
+                    category_colour(cls.category), cls.description, x, y,
                     HEADER_H + rows * ROW_H + 6, entry=entry)
     card.inputs = [_port(p, x, y, i, "in") for i, p in enumerate(inputs)]
     card.outputs = [_port(p, x + CARD_W, y, i, "out") for i, p in enumerate(outputs)]

@@ -8,9 +8,10 @@ from django.template.defaultfilters import filesizeformat
 import codefyui
 from apps.graphs import document, edits, segments, subgraphs
 from apps.graphs.models import Graph
-from apps.graphs.nodes.base import PORT_COLOURS
+from apps.graphs.nodes.base import PORT_COLOURS, category_colour
 from apps.inspector.capture_state import RunView
-from apps.inspector.panel import TABS, Inspection, segment_view
+from apps.inspector.panel import TABS, Inspection, card_picture, segment_view
+from apps.inspector.values import shape_text
 from apps.runs import service
 from apps.runs.engine import available_devices, resolve_device
 from apps.runs.models import Run
@@ -23,7 +24,7 @@ from . import palette, workspace
 from .canvas import layout
 from .models import Tab
 from .prefs import Prefs
-from .state import PageState
+from .state import NODE_VIEW, PageState
 
 RUN_FILTERS = ("all", "running", "queued", "succeeded", "failed", "cancelled", "interrupted")
 
@@ -32,7 +33,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     prefs = Prefs.from_request(request)
     run = inspected_run(request, tab)
     context: dict[str, Any] = {
-        "tab": tab, "tabs": visible_to(Tab.objects, request.user), "prefs": prefs,
+        "tab": tab, "tabs": visible_to(Tab.objects, request.user).select_related("last_run"), "prefs": prefs,
         "run": run, "server": server_usage(), "devices": device_choices(prefs),
         "state": PageState.of(request).but(node="", run=str(run.id) if run else "", inside=""),
         "confirm_close": request.GET.get("confirm_close") == "1",
@@ -49,12 +50,20 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     if selected and not any(n["id"] == selected for n in shown["nodes"]):
         selected = ""
     state = context["state"].but(node=selected, inside=block["id"] if block else "")
+    view = side_view(state, run, node_panel_shown=bool(selected) and not block)
+    if selected:  # carried on, so a reload or the next node keeps the column on this tab
+        state = state.but(view=view)
     query = request.GET.get("q", "")
     statuses = run.nodes if run else {}
-    canvas = layout(shown, prefs.connection_style, "" if block else tab.active_segment)
+    pictures = {} if block or run is None else card_pictures(request, doc, run)
+    canvas = layout(shown, prefs.connection_style, "" if block else tab.active_segment, frozenset(pictures))
     for card in canvas.cards if not block else ():  # cards inside a block show no run status
         card.status = subgraphs.rolled_up_status(card.id, statuses) if card.type == "Subgraph" else statuses.get(card.id, {})
         card.badge = badge(card.status)
+        card.picture = pictures.get(card.id)
+    for edge in canvas.edges if not block else ():  # the shape that crossed each edge
+        summary = (statuses.get(edge.source, {}).get("summary") or {}).get(edge.port) or {}
+        edge.shape = shape_text(summary["shape"]) if "shape" in summary else ""
     context.update(
         doc=doc, canvas=canvas, state=state,
         inside_block={"id": block["id"], "label": document.node_label(block)} if block else None,
@@ -66,12 +75,24 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         kept_weights=service.kept_weights(tab.weights_scope),
     )
     active = segments.find(doc, tab.active_segment) if tab.active_segment and not block else None
-    if active and segments.members_of(doc, active):  # an active segment beats a selected node
+    if active and segments.members_of(doc, active) and not (context["selected"] and view == NODE_VIEW):
+        # an active segment beats a selected node's Inspector (the node's own tab stays one click away)
         context["segment"] = segment_view(inspection(request, doc, active["tailNodeId"], run), active)
-    elif selected:
-        context["inspector"] = inspector(request, doc, selected, run, state.view or "forward")
+    elif selected and view != NODE_VIEW:
+        context["inspector"] = inspector(request, doc, selected, run, view)
+    if context["selected"] is not None:  # its edges, as a list the keyboard reaches (the drawn ones are mouse-only)
+        context["connections"] = [e for e in canvas.edges if not e.trigger and selected in (e.source, e.target)]
+    context["side_tabs"] = side_tabs(view, node_panel_shown=context["selected"] is not None)
     context["segment_choices"] = [(n["id"], document.node_label(n)) for n in doc["nodes"] if n["type"] != "note"]
     return context
+
+
+def card_pictures(request, doc: dict[str, Any], run: Run) -> dict[str, Any]:
+    """node id -> the picture of its output in the run, for the nodes that have one."""
+    ins = inspection(request, doc, "", run)
+    pictures = {n["id"]: card_picture(ins, n) for n in doc["nodes"] if run.nodes.get(n["id"], {}).get("status")
+                in ("completed", "cached") or n["type"] == subgraphs.TYPE}
+    return {node_id: p for node_id, p in pictures.items() if p is not None}
 
 
 def run_view(run: Run | None) -> RunView | None:
@@ -108,6 +129,22 @@ def inspector(request, doc: dict[str, Any], node_id: str, run: Run | None, view:
             "label": document.node_label(edits.find_node(ins.doc, node_id)), **tab.context(ins)}
 
 
+def side_view(state: PageState, run: Run | None, node_panel_shown: bool) -> str:
+    """Which tab of the right-hand column shows: the one asked for, else the Inspector's
+    Forward once there is a run to read, else the node's parameters."""
+    view = state.view or ("forward" if run else NODE_VIEW)
+    return "forward" if view == NODE_VIEW and not node_panel_shown else view
+
+
+def side_tabs(current: str, node_panel_shown: bool) -> list[dict[str, Any]]:
+    """The right-hand column's tabs: Node (when its panel can show), then the Inspector's."""
+    tabs = [{"slug": NODE_VIEW, "title": "Node", "inspector": False}] if node_panel_shown else []
+    tabs += [{"slug": t.slug, "title": t.title, "inspector": True} for t in TABS.values()]
+    for t in tabs:
+        t["current"] = t["slug"] == current
+    return tabs
+
+
 def inspected_run(request, tab: Tab | None) -> Run | None:
     """The run the page inspects: named in the page's state (a reload starts without one)."""
     run_id = request.GET.get("run", "")
@@ -120,7 +157,7 @@ def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:
     node = edits.find_node(doc, node_id)
     cls = edits.node_class(node)
     if cls is None:
-        return {"node": node, "cls": None, "label": "Note"}
+        return {"node": node, "cls": None, "label": "Note", "moves": edits.nudges(node)}
     values = node["data"].get("params", {})
     coerced = cls.coerce_params(values)[0]
     params = [{"param": p, "value": values.get(p.name, p.default), "choices": p.options}
@@ -130,19 +167,22 @@ def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:
     inputs = [{"port": p, "colour": PORT_COLOURS.get(p.type, PORT_COLOURS["ANY"]), "current": wired.get(p.name, ""),
                "options": edits.compatible_sources(doc, node_id, p.name)} for p in cls.input_ports(coerced)]
     return {"node": node, "cls": cls, "label": document.node_label(node), "params": params, "inputs": inputs,
+            "moves": edits.nudges(node),
             "outputs": cls.output_ports(coerced), "grid": grid(node, cls, coerced),
             "entry_targets": [(n["id"], document.node_label(n)) for n in doc["nodes"]
                               if n["id"] != node_id and edits.node_class(n) is not None]
             if any(p.type == "TRIGGER" for p in cls.outputs) else None,
-            "triggers": [e for e in doc["edges"] if document.is_trigger(e) and e["source"] == node_id]}
+            "triggers": [{**e, "label": document.node_label(edits.find_node(doc, e["target"]))} for e in doc["edges"]
+                         if document.is_trigger(e) and e["source"] == node_id],
+            "colour": category_colour(cls.category)}
 
 
 def grid(node: dict[str, Any], cls, params: dict[str, Any]) -> dict[str, Any] | None:
-    """TensorInput's values grid: rows of (index, value) when it can be edited, else why not."""
+    """TensorInput's values grid: rows of (index, value) when it can be edited, else why not.
+    It is there whatever the value_mode: the page shows it as soon as explicit is chosen, and
+    applying it sets explicit, so typing values is one step."""
     if edits.grid_param(cls) is None:
         return None
-    if params.get("value_mode") != "explicit":
-        return {"editable": False, "reason": "Set value_mode to explicit to type the values."}
     shape = edits.grid_shape(node)
     if shape is None:
         return {"editable": False, "reason": "The shape is not valid, so there is no grid."}
@@ -155,7 +195,8 @@ def grid(node: dict[str, Any], cls, params: dict[str, Any]) -> dict[str, Any] | 
     flat = (edits.flat_values(params.get("values", [])) + [0.0] * count)[:count]
     width = shape[-1]
     rows = [[(i, flat[i]) for i in range(r, min(r + width, count))] for r in range(0, count, width)]
-    return {"editable": True, "shape": shape, "rows": rows, "count": count}
+    return {"editable": True, "shape": shape, "rows": rows, "count": count,
+            "explicit": params.get(edits.EXPLICIT_MODE[0]) == edits.EXPLICIT_MODE[1]}
 
 
 def device_choices(prefs: Prefs) -> dict[str, Any]:

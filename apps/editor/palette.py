@@ -1,7 +1,7 @@
 """The node palette: the sidebar's categories and the quick search. No Django here."""
 from __future__ import annotations
 
-from apps.graphs.nodes.base import CATEGORY_COLOURS, CATEGORY_ORDER, Node, registry
+from apps.graphs.nodes.base import CATEGORY_ORDER, Node, category_colour, registry
 
 BASIC_CATEGORIES = ("Data", "CNN", "Training", "IO")
 QUICK_SEARCH_LIMIT = 20
@@ -20,7 +20,7 @@ def categories(mode: str = "all") -> list[tuple[str, str, list[type[Node]]]]:
     names = [c for c in CATEGORY_ORDER if c in grouped] + sorted(c for c in grouped if c not in CATEGORY_ORDER)
     if mode == "basic":
         names = [c for c in names if c in BASIC_CATEGORIES]
-    return [(c, CATEGORY_COLOURS.get(c, "#607D8B"), sorted(grouped[c], key=lambda n: n.type)) for c in names]
+    return [(c, category_colour(c), sorted(grouped[c], key=lambda n: n.type)) for c in names]
 
 
 def quick_search(query: str) -> list[type[Node]]:

@@ -14,13 +14,14 @@ from urllib.parse import parse_qsl, urlencode
 from apps.inspector.panel import TABS
 
 COLLAPSED = "collapsed"
+NODE_VIEW = "node"   # the right-hand column's first tab: the node's name, parameters and wiring
 
 
 @dataclass(frozen=True)
 class PageState:
     node: str = ""    # the selected node
     run: str = ""     # the inspected run
-    view: str = ""    # the Inspector tab ("" is Forward)
+    view: str = ""    # the right-hand column's tab: "node" or an Inspector tab ("": see context.side_view)
     panel: str = ""   # "collapsed" when the Inspector is folded away
     inside: str = ""  # the block whose inside the canvas shows
 
@@ -29,7 +30,7 @@ class PageState:
         """The state a query string (or a parsed ``_state``) names; unknown values drop out."""
         view = query.get("view", "")
         return cls(node=query.get("node", ""), run=query.get("run", ""),
-                   view=view if view in TABS and view != "forward" else "",
+                   view=view if view in TABS or view == NODE_VIEW else "",
                    panel=COLLAPSED if query.get("panel") == COLLAPSED else "", inside=query.get("inside", ""))
 
     @classmethod

@@ -16,6 +16,7 @@ from .reach import data_links, reachable
 
 GRID = 24                # the canvas grid, in px
 GRID_EDIT_MAX_CELLS = 512
+EXPLICIT_MODE = ("value_mode", "explicit")   # the param a values grid needs, and its value
 
 
 class EditError(ValueError):
@@ -65,6 +66,33 @@ def add_node(doc: dict[str, Any], type_key: str, x: float, y: float, snap_to_gri
     return doc, node_id
 
 
+# A node added without a drop point (the sidebar's buttons) takes a free slot: slots are a
+# card wide and tall plus a gap (room for the shape written on an edge), three to a row, so they fit the canvas beside the side column.
+SLOT_W, SLOT_H = 10 * GRID, 6 * GRID
+SLOT_COLUMNS = 3
+CARD_BOX = (184, 120)    # room a card takes, its tallest common height
+
+
+def free_place(doc: dict[str, Any], near: str = "") -> tuple[float, float]:
+    """Where a new node goes: right of the node ``near`` (then below it) if that is free, else
+    the first free slot in reading order. Never on top of another card."""
+    boxes = [(n["position"]["x"], n["position"]["y"]) for n in doc["nodes"]]
+
+    def free(x: float, y: float) -> bool:
+        return all(abs(x - bx) >= CARD_BOX[0] + GRID or abs(y - by) >= CARD_BOX[1] for bx, by in boxes)
+
+    anchor = next((n["position"] for n in doc["nodes"] if n["id"] == near), None)
+    if anchor is not None:
+        for x, y in ((anchor["x"] + SLOT_W, anchor["y"]), (anchor["x"], anchor["y"] + SLOT_H)):
+            if x < GRID + SLOT_COLUMNS * SLOT_W and free(x, y):
+                return float(x), float(y)
+    for slot in range(len(boxes) * 2 + 1):  # enough slots for every card and a free one
+        x, y = GRID + (slot % SLOT_COLUMNS) * SLOT_W, 2 * GRID + (slot // SLOT_COLUMNS) * SLOT_H
+        if free(x, y):
+            return float(x), float(y)
+    return float(GRID), float(2 * GRID + (len(boxes) // SLOT_COLUMNS + 1) * SLOT_H)
+
+
 def _new_id(doc: dict[str, Any], type_key: str) -> str:
     base = re.sub(r"[^a-z0-9]+", "-", type_key.split(":")[-1].lower()).strip("-") or "node"
     taken = {n["id"] for n in doc["nodes"]}
@@ -82,6 +110,17 @@ def move_node(doc: dict[str, Any], node_id: str, x: float, y: float, snap_to_gri
         x, y = snap(x), snap(y)
     node["position"] = {**node.get("position", {}), "x": x, "y": y}
     return doc
+
+
+NUDGE = 2 * GRID
+
+
+def nudges(node: dict[str, Any]) -> list[tuple[str, str, float, float]]:
+    """(direction, arrow, x, y) of the moves by two grid steps the node panel offers, so a node
+    can be moved without dragging it."""
+    x, y = node["position"]["x"], node["position"]["y"]
+    moves = (("left", "←", x - NUDGE, y), ("up", "↑", x, y - NUDGE), ("down", "↓", x, y + NUDGE), ("right", "→", x + NUDGE, y))
+    return [(name, arrow, coordinate(mx), coordinate(my)) for name, arrow, mx, my in moves]
 
 
 def snap_all(doc: dict[str, Any]) -> dict:
@@ -305,13 +344,19 @@ def set_grid(doc: dict[str, Any], node_id: str, cells: list[str] | None = None, 
         if bad:
             raise EditError("Not a number: " + ", ".join(bad))
     node["data"]["params"][param.name] = nest(flat, shape)
+    if any(p.name == EXPLICIT_MODE[0] for p in node_class(node).params):  # typed values are used as typed
+        node["data"]["params"][EXPLICIT_MODE[0]] = EXPLICIT_MODE[1]
     return doc
 
 
 # -- layout ---------------------------------------------------------------------------------
 
-def auto_layout(doc: dict[str, Any]) -> dict:
-    """Columns by depth along the edges (trigger edges too), rows in document order."""
+LAYOUT_COLUMN_W, LAYOUT_ROW_H = 10 * GRID, 7 * GRID
+
+
+def auto_layout(doc: dict[str, Any], width: float = 720) -> dict:
+    """Columns by depth along the edges (trigger edges too), rows in document order; columns
+    that do not fit ``width`` (the canvas's, in px) wrap below, as lines of text do."""
     doc = _copy(doc)
     depth = {n["id"]: 0 for n in doc["nodes"]}
     for _ in range(len(depth)):
@@ -322,12 +367,22 @@ def auto_layout(doc: dict[str, Any]) -> dict:
                 changed = True
         if not changed:
             break
+    per_line = max(1, int((coordinate(width) - GRID - CARD_BOX[0]) // LAYOUT_COLUMN_W) + 1)
     rows: dict[int, int] = {}
     for node in doc["nodes"]:
+        rows[depth[node["id"]]] = rows.get(depth[node["id"]], 0) + 1
+    line_top, top = {}, 0   # the first row of each wrapped line of columns
+    for line in range(max(depth.values(), default=0) // per_line + 1):
+        line_top[line] = top
+        top += max(rows.get(c, 0) for c in range(line * per_line, (line + 1) * per_line))
+    placed: dict[int, int] = {}
+    for node in doc["nodes"]:
         column = depth[node["id"]]
-        row = rows.get(column, 0)
-        rows[column] = row + 1
-        node["position"] = {"x": float(GRID + column * 9 * GRID), "y": float(GRID * 2 + row * 7 * GRID)}
+        row = placed.get(column, 0)
+        placed[column] = row + 1
+        line = column // per_line
+        node["position"] = {"x": float(GRID + (column % per_line) * LAYOUT_COLUMN_W),
+                            "y": float(GRID * 2 + (line_top[line] + row) * LAYOUT_ROW_H)}
     return doc
 
 

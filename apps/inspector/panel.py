@@ -19,6 +19,7 @@ from apps.graphs.nodes.base import PORT_COLOURS
 from apps.runs.store import CaptureStore, StoreUnreachable
 
 from . import capture_state as cs
+from .pictures import Picture, picture
 from .values import shape_text, view
 
 
@@ -173,6 +174,25 @@ def segment_view(ins: Inspection, group: dict[str, Any]) -> dict[str, Any]:
             row.view = _view(ins, row)
     return {"group": group, "head": labels[group["headNodeId"]], "tail": labels[group["tailNodeId"]],
             "inputs": inputs, "outputs": outputs}
+
+
+def card_picture(ins: Inspection, node: dict[str, Any]) -> Picture | None:
+    """The picture on a node's card: its first data output as captured in the run, cached by
+    the capture's serial as the Inspector's views are."""
+    cls = edits.node_class(node)
+    port = next((p.name for p in cls.output_ports(edits.params_of(node)) if p.type != "TRIGGER"), None) if cls else None
+    if port is None:
+        return None
+    producer, inner = _producer(node, port)
+    value = ins.lookup(producer, inner)
+    serial = ins.serials.get((producer, inner))
+    if serial is None:
+        return None
+    key = ("picture", ins.run_id, serial)
+    if (hit := _VIEWS.get(key)) is None:
+        hit = picture(value) or False   # False: looked at, nothing to draw
+        _VIEWS.put(key, hit)
+    return hit or None
 
 
 def find_row(ins: Inspection, key: str) -> tuple[Row | None, str]:

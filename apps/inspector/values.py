@@ -39,12 +39,17 @@ class TensorView:
     index: list[int] = field(default_factory=list)
     window: dict[str, Any] = field(default_factory=dict)   # rows/cols shown and hidden, paging offsets
     heat: bool = False
+    heat_max: float = 0.0           # the largest change shown: the darkest shade (the legend says it)
 
     kind = "tensor"
 
     @property
     def shape_text(self) -> str:
         return shape_text(self.shape)
+
+    @property
+    def heat_max_text(self) -> str:
+        return _fmt_float(self.heat_max)
 
 
 @dataclass
@@ -85,7 +90,9 @@ def tensor_view(t: torch.Tensor, index: list[int], offset: tuple[int, int],
     r0, c0 = min(max(0, offset[0]), max(0, rows - 1)), min(max(0, offset[1]), max(0, cols - 1))
     r1, c1 = min(rows, r0 + WINDOW), min(cols, c0 + WINDOW)
     cells = None if empty else _window(plane, r0, r1, c0, c1)
-    heat = None if other is None or empty else heat_strength(_window(other, r0, r1, c0, c1), cells)
+    change = None if other is None or empty else heat_change(_window(other, r0, r1, c0, c1), cells)
+    largest = max((c for row in change for c in row), default=0.0) if change else 0.0
+    heat = None if change is None else [[heat_alpha(c, largest) for c in row] for row in change]
     return TensorView(
         shape=shape, dtype=str(t.dtype).removeprefix("torch."), stats=_stats(t),
         grid=mark_safe('<p class="hint">(empty tensor)</p>') if empty else _grid_html(cells, heat),
@@ -96,7 +103,7 @@ def tensor_view(t: torch.Tensor, index: list[int], offset: tuple[int, int],
                 "clipped": not empty and (rows > r1 - r0 or cols > c1 - c0),
                 "prev_r": max(0, r0 - WINDOW) if r0 else None, "next_r": r1 if r1 < rows else None,
                 "prev_c": max(0, c0 - WINDOW) if c0 else None, "next_c": c1 if c1 < cols else None},
-        heat=heat is not None)
+        heat=heat is not None, heat_max=largest)
 
 
 def _window(plane: torch.Tensor, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
@@ -139,18 +146,22 @@ def _finite_stats(t: torch.Tensor) -> tuple[float, float, float] | None:
     return (lo, hi, total / count) if count else None
 
 
-def heat_alpha(a: Any, b: Any) -> float:
-    """Relative change from input a to output b, as the cell's colour strength (reference §7)."""
-    return heat_strength(torch.tensor([[float(a)]]), torch.tensor([[float(b)]]))[0][0]
+HEAT_LIGHTEST, HEAT_DARKEST = 0.08, 0.75   # shade of the smallest and of the largest change shown
 
 
-def heat_strength(before: torch.Tensor, after: torch.Tensor) -> list[list[float]]:
-    """min(0.75, min(1, |a − b| / max(|a|, |b|, 1e-6))) per cell; 0 where either is not a finite number."""
+def heat_alpha(change: float, largest: float) -> float:
+    """A cell's shade, scaled to the largest change shown: a change of 3.7 and one of 0.005 look
+    different even where every relative change is large (Softmax). 0 for no change."""
+    if change <= 0 or largest <= 0:
+        return 0.0
+    return HEAT_LIGHTEST + (HEAT_DARKEST - HEAT_LIGHTEST) * change / largest
+
+
+def heat_change(before: torch.Tensor, after: torch.Tensor) -> list[list[float]]:
+    """|a − b| per cell; 0 where either is not a finite number (or the values are not real numbers)."""
     if before.dtype == torch.bool or after.dtype == torch.bool or before.is_complex() or after.is_complex():
         return torch.zeros(after.shape).tolist()
-    a, b = before.double(), after.double()
-    scale = torch.maximum(torch.maximum(a.abs(), b.abs()), torch.tensor(1e-6, dtype=torch.float64))
-    change = ((a - b).abs() / scale).clamp(max=0.75)
+    change = (before.double() - after.double()).abs()
     return torch.where(torch.isfinite(change), change, torch.zeros_like(change)).tolist()
 
 
@@ -182,14 +193,17 @@ def _fmt_float(v: float) -> str:
 
 
 def _grid_html(cells: torch.Tensor, heat: list[list[float]] | None) -> SafeString:
-    """The window as a table, in one pass; changed cells carry a shade and a title."""
-    out = ['<table class="grid"><tbody>']
-    for r, row in enumerate(_cell_texts(cells)):
-        if heat is None:
-            out.append("<tr><td>" + "</td><td>".join(row) + "</td></tr>")
-            continue
-        tds = [f'<td class="changed" style="background:rgba(6,182,212,{alpha:.2f})" title="changed">{text}</td>'
-               if alpha > 0 else f"<td>{text}</td>" for text, alpha in zip(row, heat[r])]
-        out.append("<tr>" + "".join(tds) + "</tr>")
-    out.append("</tbody></table>")
-    return mark_safe("".join(out))
+    """The window as a table, in one pass; changed cells carry a shade and a title. A single row
+    (a 1-D tensor, a [1, N] row) wraps onto several lines, so a short row is seen whole; its
+    roles are explicit because the wrapping restyles the table."""
+    texts = _cell_texts(cells)
+    if heat is None:
+        rows = ["<td>" + "</td><td>".join(row) + "</td>" for row in texts]
+    else:
+        rows = ["".join(f'<td class="changed" style="background:rgba(6,182,212,{alpha:.2f})" title="changed">{text}</td>'
+                        if alpha > 0 else f"<td>{text}</td>" for text, alpha in zip(row, alphas))
+                for row, alphas in zip(texts, heat)]
+    if len(rows) == 1 and cells.shape[1] > 1:
+        cells_html = rows[0].replace("<td", '<td role="cell"')
+        return mark_safe(f'<table class="grid wrap" role="table"><tbody><tr role="row">{cells_html}</tr></tbody></table>')
+    return mark_safe('<table class="grid"><tbody><tr>' + "</tr><tr>".join(rows) + "</tr></tbody></table>")

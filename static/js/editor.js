@@ -80,6 +80,8 @@
   });
   document.addEventListener("submit", function (event) {
     var form = event.target;
+    var width = form.querySelector("[data-canvas-width]");  // Auto layout wraps to the canvas shown
+    if (width) width.value = Math.round(document.getElementById("canvas-wrap").clientWidth / zoom);
     if (quickPoint && form.classList.contains("palette-item")) {
       ["x", "y"].forEach(function (k) {
         var input = form.querySelector("[name=" + k + "]") || form.appendChild(Object.assign(document.createElement("input"), { type: "hidden", name: k }));
@@ -119,7 +121,10 @@
     document.querySelectorAll(".port.armed").forEach(function (p) { p.classList.remove("armed"); p.setAttribute("aria-pressed", "false"); });
   }
 
-  // -- Shift-click selects several nodes (segments build on this) -------------------------
+  // -- Shift-click selects several nodes (segments build on this), never text --------------
+  document.addEventListener("mousedown", function (event) {
+    if (event.shiftKey && event.target.closest(".card")) event.preventDefault();
+  });
   document.addEventListener("click", function (event) {
     var card = event.target.closest(".card");
     if (!card || !event.shiftKey) return;
@@ -198,10 +203,16 @@
   // -- Node details: a modal dialog over the editor ----------------------------------------
   function dialog() { return document.getElementById("details-dialog"); }
   function openDetails(url) {
-    var d = dialog();
-    if (!d) { window.location = url; return; }
+    // A click on the title re-renders the editor, dialog included: wait for that first, and
+    // take the dialog that is there once the details have arrived.
+    if (document.querySelector(".htmx-request")) {
+      document.addEventListener("htmx:afterSettle", function () { openDetails(url); }, { once: true });
+      return;
+    }
+    if (!dialog()) { window.location = url; return; }
     htmx.ajax("GET", url, { target: "#details-dialog", swap: "innerHTML" }).then(function () {
-      if (!d.open) d.showModal();
+      var d = dialog();
+      if (d && !d.open) d.showModal();
       enableRename();
     });
   }
@@ -209,6 +220,8 @@
     var button = document.querySelector("#details .name-button"), form = document.querySelector("#details .rename-form");
     if (!button || !form) return;
     button.hidden = false; form.hidden = true;
+    var plain = document.querySelector("#details .name-text");  // the heading's text without a script
+    if (plain) plain.hidden = true;
   }
   function cancelRename(input) {
     input.value = input.defaultValue;
@@ -267,7 +280,8 @@
     if (!card || !menu) return;
     event.preventDefault();
     menuCard = card;
-    menu.style.left = event.clientX + "px"; menu.style.top = event.clientY + "px";
+    menu.style.left = Math.min(event.clientX, window.innerWidth - 160) + "px";  // inside the window
+    menu.style.top = Math.min(event.clientY, window.innerHeight - 48) + "px";
     menu.hidden = false;
     menu.querySelector("button").focus();
   });
@@ -279,13 +293,21 @@
   // -- click an edge after a run: what flowed through it -------------------------------------
   function hideEdge() { var p = document.getElementById("edge-popover"); if (p) p.hidden = true; }
   document.addEventListener("click", function (event) {
-    var path = event.target.closest && event.target.closest("path.edge:not(.trigger)");
+    var path = event.target.closest && event.target.closest("path.edge:not(.trigger), a[data-edge-link]");
     var popover = document.getElementById("edge-popover");
-    if (!path) { if (popover && !event.target.closest("#edge-popover")) hideEdge(); return; }
-    var url = path.dataset.summaryUrl;
+    if (!path || !popover) { if (popover && !event.target.closest("#edge-popover")) hideEdge(); return; }
+    var link = path.tagName === "A";  // the node panel's list of connections: the keyboard's way in
+    var url = link ? path.getAttribute("href") : path.dataset.summaryUrl;
     if (!url) return;  // an edge inside a block has no summary of its own
-    popover.style.left = event.clientX + "px"; popover.style.top = event.clientY + "px";
-    htmx.ajax("GET", url, { target: "#edge-popover", swap: "innerHTML" }).then(function () { popover.hidden = false; });
+    if (link) event.preventDefault();
+    var at = link ? path.getBoundingClientRect() : { left: event.clientX, bottom: event.clientY };
+    popover.style.left = Math.min(at.left, window.innerWidth - 400) + "px";  // inside the window
+    popover.style.top = Math.min(at.bottom, window.innerHeight - 260) + "px";
+    htmx.ajax("GET", url, { target: "#edge-popover", swap: "innerHTML" }).then(function () {
+      popover.hidden = false;
+      var first = popover.querySelector("a");
+      if (link && first) first.focus();
+    });
   });
   document.addEventListener("click", function (event) {
     if (event.target.closest("#edge-popover a[data-close]")) { event.preventDefault(); hideEdge(); }

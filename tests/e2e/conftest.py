@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-STUDENTS = 40           # one fresh account per test: each starts on the welcome screen
+STUDENTS = 80           # one fresh account per test: each starts on the welcome screen
 PASSWORD = "pw-e2e-student-4711"
 # The product's codefyui.asgi:application, plus the test-only node test:Gate (see asgi.py).
 ASGI_APP = "tests.e2e.asgi:application"
@@ -163,7 +163,8 @@ def _context(browser, daphne_server, **options):
     from playwright.sync_api import expect
 
     expect.set_options(timeout=EXPECT_TIMEOUT_MS)
-    context = browser.new_context(base_url=daphne_server.url, viewport={"width": 1920, "height": 1200}, **options)
+    options.setdefault("viewport", {"width": 1920, "height": 1200})
+    context = browser.new_context(base_url=daphne_server.url, **options)
     context.set_default_timeout(EXPECT_TIMEOUT_MS)
     return context
 
@@ -197,6 +198,25 @@ def nojs_page(browser, daphne_server, student, request):
     page = context.new_page()
     log_in(page, *student)
     yield page
+    context.close()
+
+
+SCREENS = {"1366x768": {"width": 1366, "height": 768}, "1920x1080": {"width": 1920, "height": 1080}}
+
+
+@pytest.fixture(params=[(size, js) for size in SCREENS for js in (True, False)],
+                ids=lambda p: f"{p[0]}-{'js' if p[1] else 'nojs'}")
+def screen_page(browser, daphne_server, student, request):
+    """A student logged in on a school laptop's screen (1366x768) or a classroom display
+    (1920x1080), with JavaScript on and off: the page and whether it runs scripts."""
+    size, js = request.param
+    context = _context(browser, daphne_server, viewport=SCREENS[size], java_script_enabled=js)
+    page = context.new_page()
+    if js:
+        _collect_errors(page, request)
+    log_in(page, *student)
+    page.screen_name = f"{size}-{'js' if js else 'nojs'}"
+    yield page, js
     context.close()
 
 

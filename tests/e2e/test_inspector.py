@@ -100,6 +100,15 @@ class Inspecting(Editor):
     def inspector(self) -> Locator:
         return self.page.get_by_role("complementary", name=re.compile(r"^Inspector\b"))
 
+    def inspect(self, label: str) -> Locator:
+        """Click the node's title: the right-hand column shows its Inspector (Forward, unless
+        the column is on another of the Inspector's tabs)."""
+        self.click(self.card(label).get_by_role("link", name=label, exact=True))
+        if not self.inspector.count():  # before a run the column opens on the node's own tab
+            self.click(self.page.get_by_role("link", name="Forward", exact=True))
+        expect(self.inspector).to_be_visible()
+        return self.inspector
+
     def inspector_tab(self, name: str) -> Locator:
         return self.inspector.get_by_role("navigation", name="Inspector tabs").get_by_role("link", name=name, exact=True)
 
@@ -230,14 +239,14 @@ def test_step_5_softmax_heat_and_reshape_divider(page: Page):
     expect(editor.inspector).to_have_count(0)           # IN1: no column until a node is selected
     editor.run_to_the_end()
 
-    editor.select("Softmax")
+    editor.inspect("Softmax")
     expect_softmax_step_5(editor)
     # IN3: each port's dot is in its type's colour (TENSOR: #4CAF50) and says the type.
     for row in (editor.in_row("Reshape.tensor"), editor.out_row("tensor")):
         dot = row.get_by_title("TENSOR", exact=True)
         expect(dot).to_have_css("background-color", "rgb(76, 175, 80)")
 
-    editor.select("Reshape")
+    editor.inspect("Reshape")
     expect_reshape_step_5(editor)
 
 
@@ -248,7 +257,7 @@ def test_steps_and_backward_tabs_show_their_empty_states(page: Page):
     captured"; switching tabs keeps the tab's run (Forward shows the values again)."""
     editor = Inspecting(page, js=True)
     editor.open_example()
-    editor.select("Softmax")
+    editor.inspect("Softmax")
     tabs = editor.inspector.get_by_role("navigation", name="Inspector tabs").get_by_role("link")
     expect(tabs).to_have_text(["Forward", "Steps", "Backward"])
     expect(editor.inspector_tab("Forward")).to_have_attribute("aria-current", "page")
@@ -256,7 +265,7 @@ def test_steps_and_backward_tabs_show_their_empty_states(page: Page):
     expect(editor.inspector.get_by_role("status")).to_have_text(NOTHING)
 
     editor.run_to_the_end()
-    editor.select("Softmax")
+    editor.inspect("Softmax")
     editor.show_tab("Steps")
     expect(editor.inspector).to_contain_text("This node does not record steps")
     expect(editor.inspector).to_contain_text("Enable Verbose internals")
@@ -274,7 +283,7 @@ def test_inspector_collapses_to_a_strip_and_keeps_its_run(page: Page):
     editor = Inspecting(page, js=True)
     editor.open_example()
     editor.run_to_the_end()
-    editor.select("Softmax")
+    editor.inspect("Softmax")
     wide = editor.inspector.bounding_box()["width"]
 
     editor.click(editor.inspector.get_by_role("link", name="Collapse inspector", exact=True))
@@ -283,7 +292,7 @@ def test_inspector_collapses_to_a_strip_and_keeps_its_run(page: Page):
     expect(strip.get_by_role("link", name="Expand inspector", exact=True)).to_be_visible()
     expect(strip.get_by_role("table")).to_have_count(0)
     assert strip.bounding_box()["width"] < 60 < wide, (strip.bounding_box(), wide)
-    expect(editor.panel("Softmax")).to_be_visible()             # the node stays selected
+    expect(editor.card("Softmax")).to_have_class(re.compile(r"\bselected\b"))  # the node stays selected
 
     editor.click(strip.get_by_role("link", name="Expand inspector", exact=True))
     expect(editor.inspector).to_have_accessible_name("Inspector Softmax")
@@ -300,22 +309,22 @@ def test_rows_read_nothing_captured_then_wait_during_a_held_run(page: Page, daph
     token = f"inspector-{time.monotonic_ns()}"
     _import_gated(editor, token)
 
-    editor.select("Reshape")
+    editor.inspect("Reshape")
     expect(editor.in_row("Gate.tensor").get_by_role("status")).to_have_text(NOTHING)
     expect(editor.out_row("tensor").get_by_role("status")).to_have_text(NOTHING)
 
     editor.run()
     expect(editor.badge("Gate")).to_have_text("Running…", timeout=RUN_TIMEOUT_MS)
-    editor.select("Reshape")        # selected again while the run is held
+    editor.inspect("Reshape")        # selected again while the run is held
     expect(editor.in_row("Gate.tensor").get_by_role("status")).to_have_text(RUNNING)
     expect(editor.out_row("tensor").get_by_role("status")).to_have_text(WAITING)
-    editor.select("Softmax")
+    editor.inspect("Softmax")
     expect(editor.in_row("Reshape.tensor").get_by_role("status")).to_have_text(WAITING)
     expect(editor.out_row("tensor").get_by_role("status")).to_have_text(WAITING)
 
     (daphne_server.var_dir / f"e2e-gate-{token}").touch()
     editor.wait_until_run_over(GATED)
-    editor.select("Softmax")
+    editor.inspect("Softmax")
     expect(editor.in_row("Reshape.tensor").get_by_role("cell")).to_have_text([fmt(v) for v in VALUES])
     expect(editor.out_row("tensor").get_by_role("cell")).to_have_text(softmax_cells())
 
@@ -337,7 +346,7 @@ def test_waiting_rows_fill_in_by_themselves(page: Page, daphne_server):
 
     frames: list[str] = []
     page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(str(payload))))
-    editor.select("Softmax")
+    editor.inspect("Softmax")
     expect(editor.in_row("Reshape.tensor").get_by_role("status")).to_have_text(WAITING)
     deadline = time.monotonic() + 10            # the new page's socket has caught up
     while not frames and time.monotonic() < deadline:
@@ -575,12 +584,12 @@ def test_step_5_without_javascript(nojs_page: Page):
     editor.open_example()
     editor.run_to_the_end()
 
-    editor.select("Softmax")
+    editor.inspect("Softmax")
     expect_softmax_step_5(editor)
-    editor.select("Reshape")
+    editor.inspect("Reshape")
     expect_reshape_step_5(editor)
 
-    editor.click(editor.panel("Reshape").get_by_role("link", name="Open details", exact=True))
+    editor.click(editor.select("Reshape").get_by_role("link", name="Open details", exact=True))
     assert re.search(r"/details/reshape/", page.url), page.url
     expect(page.get_by_role("textbox", name="Node name", exact=True)).to_have_value("Reshape")
     tabs = page.get_by_role("navigation", name="Node details tabs")

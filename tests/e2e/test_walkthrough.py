@@ -20,14 +20,14 @@ pytestmark = pytest.mark.e2e  # (conftest marks every test under tests/e2e too)
 
 # The 16 numbers a student types into the grid (the walkthrough example's values).
 VALUES = [0.5, -1.0, 2.0, 0.0, 1.5, 0.25, -0.5, 3.0, -2.0, 1.0, 0.75, -0.25, 0.0, 2.5, -1.5, 1.25]
-DRAFT = ("No entry points defined. Drag a Start node from the palette and connect it to the node "
-         "you want to start execution from.")
+DRAFT = ("No entry points defined. Add a Start node from the palette (drag it onto the canvas or press its button) "
+         "and connect it to the node you want to start execution from.")
 RESHAPE_ERROR = "16 values cannot be reshaped to [-1, 784]"
 CHAIN = ("TensorInput", "Reshape", "Softmax", "Print")
 # Where each node is dropped, in the canvas's visible box; cards are 184 px wide, and the
 # script puts a dropped card's title bar under the pointer (left = x - 92, top = y - 15).
 DROP = {"Start": (140, 80), "TensorInput": (380, 80), "Reshape": (620, 80),
-        "Softmax": (380, 260), "Print": (620, 260)}
+        "Softmax": (380, 260), "Print": (620, 420)}
 
 
 def card_at(drop: tuple[int, int]) -> tuple[int, int]:
@@ -128,9 +128,12 @@ class Editor:
         expect(self.card(type_)).to_be_visible()
 
     def select(self, label: str) -> Locator:
-        """Click the node's title: its panel opens."""
+        """Click the node's title: its panel opens (after a run the right-hand column opens on
+        the Inspector, and its Node tab shows the panel)."""
         self.click(self.card(label).get_by_role("link", name=label, exact=True))
         panel = self.panel(label)
+        if not panel.count():
+            self.click(self.page.get_by_role("link", name="Node", exact=True))
         expect(panel).to_be_visible()
         return panel
 
@@ -291,7 +294,7 @@ def test_default_reshape_shape_stops_the_run_at_reshape(page: Page):
     expect(editor.badge("Reshape")).to_contain_text(f"Error: {RESHAPE_ERROR}", timeout=RUN_TIMEOUT_MS)
     expect(editor.badge("TensorInput")).to_have_text("Completed")
     expect(editor.log).to_contain_text(RESHAPE_ERROR)
-    expect(editor.log.get_by_role("listitem").filter(has_text=RESHAPE_ERROR).first).to_contain_text("reshape-1")
+    expect(editor.log.get_by_role("listitem").filter(has_text=RESHAPE_ERROR).first).to_contain_text("Node Reshape error")
     for label in ("Softmax", "Print"):   # nothing after Reshape ran
         expect(editor.card(label)).not_to_contain_text("Completed")
     expect(editor.log).not_to_contain_text("tensor([[")

@@ -135,7 +135,7 @@ def test_a_draft_is_refused_with_the_seeds_text(student_client, tab):
     """WK5: without a Start trigger the graph is a draft and Run is rejected."""
     student_client.post(url(tab, "nodes/delete"), {"node": "start"})
     body = student_client.post(url(tab, "run"), follow=True).content.decode()
-    assert "No entry points defined. Drag a Start node from the palette" in body
+    assert "No entry points defined. Add a Start node from the palette (drag it onto the canvas or press its button)" in body
     assert not Run.objects.exists()
 
 

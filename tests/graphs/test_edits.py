@@ -100,8 +100,50 @@ def test_more_than_512_cells_cannot_be_edited_in_the_grid(doc):
 
 
 def test_auto_layout_puts_each_node_right_of_what_feeds_it(doc):
-    laid = {n["id"]: n["position"]["x"] for n in edits.auto_layout(doc)["nodes"]}
+    laid = {n["id"]: n["position"]["x"] for n in edits.auto_layout(doc, width=2000)["nodes"]}
     assert laid["start"] < laid["input"] < laid["reshape"] < laid["softmax"] < laid["print"]
+
+
+def test_auto_layout_wraps_to_the_canvas_width(doc):
+    """Issue 13 item 4: columns that do not fit the canvas go on a line below, never past its edge."""
+    laid = {n["id"]: n["position"] for n in edits.auto_layout(doc, width=720)["nodes"]}
+    assert all(p["x"] + 184 <= 720 for p in laid.values())
+    assert laid["start"]["x"] < laid["input"]["x"] < laid["reshape"]["x"]   # the first line
+    assert laid["softmax"]["x"] == laid["start"]["x"] and laid["softmax"]["y"] > laid["reshape"]["y"]
+    assert laid["softmax"]["x"] < laid["print"]["x"] and laid["print"]["y"] == laid["softmax"]["y"]
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return abs(a["x"] - b["x"]) < 184 and abs(a["y"] - b["y"]) < 100
+
+
+def test_nodes_added_without_a_drop_point_never_land_on_each_other():
+    """Issue 13 item 4: the sidebar's buttons put each new node in a free place, next to the
+    selected node when there is room, and within the canvas beside the side column."""
+    doc, placed = blank_document(), []
+    for type_ in ("TensorInput", "Reshape", "Softmax", "Print", "Start", "Reshape", "Softmax"):
+        x, y = edits.free_place(doc, near=placed[-1] if placed else "")
+        doc, node_id = edits.add_node(doc, type_, x, y)
+        placed.append(node_id)
+    positions = [n["position"] for n in doc["nodes"]]
+    assert not any(_overlap(a, b) for i, a in enumerate(positions) for b in positions[i + 1:])
+    assert positions[1]["x"] > positions[0]["x"] and positions[1]["y"] == positions[0]["y"]  # right of the selected
+    assert all(p["x"] + 184 <= 720 for p in positions)
+
+
+def test_the_move_buttons_step_two_grid_cells_and_stay_on_the_canvas():
+    """Issue 13 item 4: without a script a node is moved by its panel's arrow buttons."""
+    doc, node_id = edits.add_node(blank_document(), "Reshape", 0, 96)
+    moves = {name: (x, y) for name, _, x, y in edits.nudges(edits.find_node(doc, node_id))}
+    assert moves == {"left": (0.0, 96.0), "up": (0.0, 48.0), "down": (0.0, 144.0), "right": (48.0, 96.0)}
+
+
+def test_applying_the_values_grid_sets_value_mode_explicit():
+    """Issue 13 item 5: typing values is one step: the grid's Apply sets value_mode explicit."""
+    doc, node = edits.add_node(blank_document(), "TensorInput", 0, 0)
+    assert edits.params_of(edits.find_node(doc, node))["value_mode"] == "random"
+    doc = edits.set_grid(doc, node, cells=[str(i) for i in range(16)])
+    assert edits.params_of(edits.find_node(doc, node))["value_mode"] == "explicit"
 
 
 def test_a_blank_name_is_ignored(doc):

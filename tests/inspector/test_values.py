@@ -1,6 +1,8 @@
 """How values look: number format, bounded grids, slices, heat."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -57,16 +59,38 @@ def test_a_window_can_page_on():
 
 
 def test_heat_colours_only_cells_that_changed():
-    """IN4: changed cells are heat-coloured by relative change."""
+    """IN4: changed cells are heat-coloured; the largest change shown is the darkest."""
     before = torch.tensor([1.0, 2.0, 3.0])
     v = view(torch.tensor([1.0, 4.0, 3.0]), compare=before)
-    assert v.grid.count('class="changed"') == 1 and "rgba(6,182,212,0.50)" in v.grid
-    assert heat_alpha(0.0, 0.0) == 0.0 and heat_alpha(1.0, -1.0) == 0.75
+    assert v.grid.count('class="changed"') == 1 and "rgba(6,182,212,0.75)" in v.grid and v.heat_max == 2.0
+    assert heat_alpha(0.0, 0.0) == 0.0 and heat_alpha(2.0, 2.0) == 0.75
+
+
+def test_heat_is_scaled_to_the_changes_shown():
+    """WK9: on Softmax every relative change is large, yet a change of 3.7 and one of 0.005
+    get different shades; the legend names the largest change."""
+    before = torch.tensor([[4.0, 0.01, 0.0]])
+    v = view(torch.tensor([[0.3, 0.005, 0.0]]), compare=before)
+    shades = re.findall(r"rgba\(6,182,212,([0-9.]+)\)", v.grid)
+    assert shades == ["0.75", "0.08"] and v.heat_max_text == "3.7"
+
+
+def test_heat_of_an_unchanged_output_shades_nothing():
+    """Print changes nothing: no cell is shaded and the legend says so (heat_max 0)."""
+    t = torch.tensor([[1.0, 2.0]])
+    v = view(t.clone(), compare=t)
+    assert v.heat and v.heat_max == 0.0 and 'class="changed"' not in v.grid
+
+
+def test_a_single_row_wraps_so_sixteen_values_are_seen_whole():
+    """A [1, 16] row (the Reshape lesson) is one wrapping row of 16 cells with table roles."""
+    v = view(torch.arange(16.0).reshape(1, 16))
+    assert 'class="grid wrap"' in v.grid and v.grid.count('<td role="cell"') == 16 and not v.window["clipped"]
 
 
 def test_non_finite_cells_and_stats_stay_readable():
     v = view(torch.tensor([1.0, float("nan"), float("inf")]))
-    assert "<td>NaN</td>" in v.grid and "<td>Infinity</td>" in v.grid and v.stats == "min 1 · max 1 · mean 1"
+    assert ">NaN</td>" in v.grid and ">Infinity</td>" in v.grid and v.stats == "min 1 · max 1 · mean 1"
 
 
 def test_stats_skip_non_finite_values_across_pieces_of_a_large_tensor():

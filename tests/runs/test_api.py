@@ -92,8 +92,8 @@ def test_a_draft_run_is_refused_with_the_seeds_text(student_client, walkthrough)
     response = post(student_client, "/api/runs", {"graph": walkthrough})
     assert response.status_code == 400
     assert response.json()["problems"] == [
-        "No entry points defined. Drag a Start node from the palette and connect it to the node "
-        "you want to start execution from."]
+        "No entry points defined. Add a Start node from the palette (drag it onto the canvas or press its button) "
+        "and connect it to the node you want to start execution from."]
     assert not Run.objects.exists()
 
 

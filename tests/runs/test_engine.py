@@ -50,7 +50,7 @@ def test_reshape_default_stops_the_run_at_reshape(walkthrough):
     assert outcome.status == "failed"
     assert outcome.nodes["reshape"].status == "error"
     assert "16 values cannot be reshaped to [-1, 784]" in outcome.nodes["reshape"].error
-    assert "reshape" in outcome.error and "16 values cannot be reshaped to [-1, 784]" in outcome.error
+    assert outcome.error.startswith("Reshape failed: ") and "16 values cannot be reshaped to [-1, 784]" in outcome.error
     assert outcome.nodes["softmax"].status == outcome.nodes["print"].status == "skipped"
     assert kinds(events)[-1] == ev.RUN_FAILED
 
@@ -64,6 +64,17 @@ def test_events_follow_the_run(walkthrough):
     summary = next(e.summary for e in events if e.kind == ev.NODE_COMPLETED and e.node_id == "reshape")
     assert summary["tensor"]["shape"] == [1, 16] and summary["tensor"]["dtype"] == "torch.float32"
     assert {"min", "max", "mean"} <= summary["tensor"].keys()
+
+
+def test_the_log_names_nodes_by_their_names(walkthrough):
+    """Issue 13 item 10: people read names: node events carry the node's name and its log rows
+    say it ("Node Reshape completed"); the id stays beside it for the page to find the card."""
+    reshape = next(n for n in walkthrough["nodes"] if n["id"] == "reshape")
+    reshape["data"]["label"] = "Flatten"
+    _, events = run(walkthrough)
+    done = next(e for e in events if e.kind == ev.NODE_COMPLETED and e.node_id == "reshape")
+    assert done.label == "Flatten"
+    assert ev.log_entry(done) == {"node": "reshape", "label": "Flatten", "text": "Node Flatten completed", "level": "success"}
 
 
 def test_summaries_encode_non_finite_numbers_as_json_safe_text():

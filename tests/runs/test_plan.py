@@ -31,8 +31,8 @@ def test_a_graph_without_a_trigger_edge_is_a_draft_and_refused(walkthrough):
     with pytest.raises(DraftGraph) as refused:
         plan_run(document.normalise(walkthrough))
     assert str(refused.value) == DRAFT_MESSAGE == (
-        "No entry points defined. Drag a Start node from the palette and connect it to the node "
-        "you want to start execution from.")
+        "No entry points defined. Add a Start node from the palette (drag it onto the canvas or press its button) "
+        "and connect it to the node you want to start execution from.")
 
 
 def test_the_run_order_follows_the_data(walkthrough):

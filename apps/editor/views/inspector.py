@@ -1,6 +1,6 @@
-"""Inspector fragments: the Inspector column, one port row (re-fetched when its producer
-finishes or a slice is chosen) and an edge's summary. The panel also renders inside the
-editor page, from the same templates."""
+"""Inspector fragments: one port row (re-fetched when its producer finishes or a slice is
+chosen) and an edge's summary. The panel itself renders inside the editor page, from the same
+templates (its tabs share the right-hand column with the node's own, so switching re-renders the page)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -14,9 +14,10 @@ from django.views.decorators.http import require_GET
 from apps.graphs import document
 from apps.inspector import capture_state as cs
 from apps.inspector.panel import find_row
+from apps.inspector.values import fmt, shape_text
 from codefyui.access import get_visible
 
-from ..context import inspected_run, inspection, inspector, run_view
+from ..context import inspected_run, inspection, run_view
 from ..models import Tab
 from ..state import PageState
 
@@ -31,19 +32,6 @@ def _gone(request: HttpRequest, message: str, status: int = 200) -> HttpResponse
 
 def _state(request: HttpRequest, node_id: str, run) -> PageState:
     return PageState.of(request).but(node=node_id, run=str(run.id) if run else "")
-
-
-@require_GET
-def inspect_panel(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
-    """The Inspector column alone (switching its tabs swaps only this)."""
-    tab = get_visible(Tab.objects, request.user, tab_id)
-    run = inspected_run(request, tab)
-    shown = inspection(request, tab.document, node_id, run).doc
-    if not any(n["id"] == node_id for n in shown["nodes"]):
-        return _gone(request, NODE_GONE, status=404)
-    state = _state(request, node_id, run)
-    return render(request, "inspector/_panel.html", {
-        "tab": tab, "state": state, "inspector": inspector(request, tab.document, node_id, run, state.view or "forward")})
 
 
 @require_GET
@@ -76,7 +64,8 @@ def edge_summary(request: HttpRequest, tab_id: int, edge_id: str) -> HttpRespons
     captured = cs.row_state(replace(view, recorded=True) if view else None, source, lookup, record_now=True)
     state = _state(request, source, run)
     summary = captured.value if captured.has_value else None
-    rows = [(name.capitalize(), summary[key]) for key, name in SUMMARY_ROWS if summary and summary.get(key) is not None]
+    rows = [(name.capitalize(), summary_text(key, summary[key])) for key, name in SUMMARY_ROWS
+            if summary and summary.get(key) is not None]
     template = "inspector/edge.html#summary" if request.htmx else "inspector/edge.html"
     return render(request, template, {
         "tab": tab, "edge": edge, "title": f"{labels[source]} → {labels[edge['target']]} ({port})",
@@ -85,6 +74,15 @@ def edge_summary(request: HttpRequest, tab_id: int, edge_id: str) -> HttpRespons
                      + f"#stats-{slugify('out.' + port)}",
         "back_url": state.url(reverse("editor:tab", args=[tab.pk])),
     })
+
+
+def summary_text(key: str, value) -> str:
+    """A summary's figure written as the Inspector writes it (-2, not -2.0; float32, not torch.float32)."""
+    if key == "shape":
+        return shape_text(value)
+    if key == "dtype":
+        return str(value).removeprefix("torch.")
+    return fmt(value)
 
 
 SUMMARY_ROWS = (("type", "type"), ("shape", "shape"), ("dtype", "dtype"), ("min", "min"), ("max", "max"),

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 from apps.graphs import edits, subgraphs
 
 from ..prefs import Prefs
+from ..state import PageState
 from .page import apply_edit, posted_number
 
 
@@ -15,9 +16,12 @@ from .page import apply_edit, posted_number
 def node_add(request: HttpRequest, tab_id: int) -> HttpResponse:
     type_key, snap = request.POST.get("type", ""), Prefs.from_request(request).grid_snap
 
-    def add(doc):  # without a drop point, new nodes step down the left edge
-        y = posted_number(request, "y", 48 + 24 * (len(doc["nodes"]) % 12))
-        return edits.add_node(doc, type_key, posted_number(request, "x", 48), y, snap)
+    def add(doc):  # without a drop point (the sidebar's buttons), a free place near the selected node
+        if "x" in request.POST and "y" in request.POST:
+            x, y = posted_number(request, "x"), posted_number(request, "y")
+        else:
+            x, y = edits.free_place(doc, near=PageState.posted(request).node)
+        return edits.add_node(doc, type_key, x, y, snap)
     return apply_edit(request, tab_id, add, new="select")
 
 
@@ -56,7 +60,8 @@ def nodes_delete(request: HttpRequest, tab_id: int) -> HttpResponse:
 
 @require_POST
 def layout(request: HttpRequest, tab_id: int) -> HttpResponse:
-    return apply_edit(request, tab_id, edits.auto_layout)
+    width = posted_number(request, "width", 720)  # the canvas's width: the script sends it, 720 px fits a laptop
+    return apply_edit(request, tab_id, lambda doc: edits.auto_layout(doc, width))
 
 
 @require_POST

@@ -31,7 +31,7 @@ def run(request: HttpRequest, tab_id: int) -> HttpResponse:
         return back(request, tab)
     tab.last_run = started
     tab.save(update_fields=["last_run"])
-    return back(request, tab, run=str(started.id))
+    return back(request, tab, run=str(started.id), view="")  # a new run opens on the Inspector
 
 
 def _run_action(request: HttpRequest, run_id: str, action) -> HttpResponse:
@@ -62,6 +62,5 @@ def run_open(request: HttpRequest, run_id: str) -> HttpResponse:
     if tab is None:
         messages.error(request, "Open a tab first.")
         return redirect("editor:index")
-    tab.last_run = target
-    tab.save(update_fields=["last_run"])
+    # The tab keeps its own latest run (last_run), so the Inspector can offer the way back to it.
     return redirect(PageState(run=str(target.id)).url(reverse("editor:tab", args=[tab.pk])))

@@ -251,3 +251,8 @@ CATEGORY_COLOURS = {
     "LLM": "#A78BFA", "Diffusion": "#EC4899", "RL": "#FF9800", "Training": "#F44336",
     "Tensor Operations": "#5C6BC0", "Utility": "#607D8B",
 }
+
+
+def category_colour(category: str) -> str:
+    """A category's colour on cards, in the sidebar and in the node panel (grey when unknown)."""
+    return CATEGORY_COLOURS.get(category, CATEGORY_COLOURS["Utility"])

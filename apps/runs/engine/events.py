@@ -24,6 +24,7 @@ class Event:
     kind: str
     run_id: str
     node_id: str | None = None
+    label: str | None = None                # the node's name, for people (set by the executor)
     summary: dict[str, Any] | None = None   # port -> summary, on completed / cached
     error: str | None = None
     text: str | None = None                 # a log line (Print output, warnings)
@@ -113,16 +114,17 @@ def summarise(value: Any) -> dict[str, Any]:
 
 
 def log_entry(event: Event) -> dict[str, Any] | None:
-    """The Execution Log row an event makes, if any: {node, text, level}."""
+    """The Execution Log row an event makes, if any: {node, label, text, level}."""
     node, kind = event.node_id, event.kind
+    name = event.label or node
     text = {
         RUN_STARTED: "Execution started",
         RUN_COMPLETED: "Execution completed successfully",
         RUN_FAILED: f"Execution error: {event.error}",
         RUN_STOPPED: "Execution cancelled",
-        NODE_COMPLETED: f"Node {node} completed",
-        NODE_CACHED: f"Node {node} served from cache",
-        NODE_ERROR: f"Node {node} error: {event.error}",
+        NODE_COMPLETED: f"Node {name} completed",
+        NODE_CACHED: f"Node {name} served from cache",
+        NODE_ERROR: f"Node {name} error: {event.error}",
         LOG: event.text,
     }.get(kind)
-    return None if text is None else {"node": node, "text": text, "level": event.level}
+    return None if text is None else {"node": node, "label": name, "text": text, "level": event.level}

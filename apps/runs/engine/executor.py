@@ -200,6 +200,7 @@ def execute(plan: Plan, options: RunOptions, emit: Emit, captures: Any = None,
             cancel: threading.Event | None = None,
             cache: ExecutionCache | CacheScope | None = None) -> RunOutcome:
     cancel = cancel or threading.Event()
+    emit = _naming(plan, emit)
     device, warning = resolve_device(options.device)
     outcome = RunOutcome(options.run_id, "succeeded", str(device))
     record = captures if options.record else None
@@ -328,7 +329,8 @@ class _Runner:
         if state == "error":
             self.outcome.nodes[node.id] = NodeResult("error", payload, seconds=seconds)
             self.emit(ev.Event(ev.NODE_ERROR, self.options.run_id, node.id, error=payload, level="error"))
-            return f"{node.label} ({node.id}) failed: {payload}"
+            shared = sum(other.label == node.label for other in self.plan.nodes.values()) > 1
+            return f"{node.label} ({node.id}) failed: {payload}" if shared else f"{node.label} failed: {payload}"
         summary = _summaries(payload)
         self.outcome.nodes[node.id] = NodeResult("completed", summary=summary, seconds=seconds)
         self._done(node, payload)
@@ -384,6 +386,15 @@ class _Runner:
 
     def _finish(self, kind: str, error: str | None = None) -> RunOutcome:
         return _finish(self.plan, self.outcome, self.emit, kind, error)
+
+
+def _naming(plan: Plan, emit: Emit) -> Emit:
+    """Every node event carries the node's name too: people read names, ids are for machines."""
+    def named(event: ev.Event) -> None:
+        if event.node_id in plan.nodes and event.label is None:
+            event.label = plan.nodes[event.node_id].label
+        emit(event)
+    return named
 
 
 def _finish(plan: Plan, outcome: RunOutcome, emit: Emit, kind: str, error: str | None = None) -> RunOutcome:

@@ -15,8 +15,9 @@ from apps.graphs.nodes.base import Node, resolve, types_compatible
 from apps.graphs.reach import data_links, reachable
 from apps.graphs.subgraphs import flatten
 
-DRAFT_MESSAGE = ("No entry points defined. Drag a Start node from the palette and connect it "
-                 "to the node you want to start execution from.")
+# Worded for both ways of adding a node: dragging it (with a script) or its sidebar button (without).
+DRAFT_MESSAGE = ("No entry points defined. Add a Start node from the palette (drag it onto the canvas or "
+                 "press its button) and connect it to the node you want to start execution from.")
 
 
 class DraftGraph(Exception):
