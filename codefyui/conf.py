@@ -26,6 +26,9 @@ RUN_OUTPUT_STORE_MAX_MB = _int("CODEFYUI_RUN_OUTPUT_STORE_MAX_MB", 2048)
 # A shared school server must survive a student's mistake.
 MAX_TENSOR_ELEMENTS = _int("CODEFYUI_MAX_TENSOR_ELEMENTS", 100_000_000)
 RUN_TIMEOUT_S = _int("CODEFYUI_RUN_TIMEOUT_S", 600)
+# A graph (every node, blocks' insides included) and its document: far past any lesson's.
+MAX_GRAPH_NODES = _int("CODEFYUI_MAX_GRAPH_NODES", 500)
+MAX_GRAPH_MB = _int("CODEFYUI_MAX_GRAPH_MB", 2)
 
 # Execution: nodes that may run side by side in one run, runs that may run side by side.
 MAX_PARALLEL_NODES = _int("CODEFYUI_MAX_PARALLEL_NODES", 4)
