@@ -40,5 +40,13 @@ STATS_SAMPLE_THRESHOLD = _int("CODEFYUI_STATS_SAMPLE_THRESHOLD", 4_000_000)
 STATS_SAMPLE_SIZE = _int("CODEFYUI_STATS_SAMPLE_SIZE", 1_000_000)
 STATS_CACHE_MAX_BYTES = _int("CODEFYUI_STATS_CACHE_MAX_BYTES", 8 * 1024 * 1024)
 
+# A school server: HTTPS behind the school's proxy (1 = on), how long a login lasts
+# (0 = until the browser closes), and login throttling (failed logins per account and
+# per address before a lockout of this many minutes).
+HTTPS = os.environ.get("CODEFYUI_HTTPS", "").strip() == "1"
+SESSION_DAYS = _int("CODEFYUI_SESSION_DAYS", 0)
+LOGIN_FAILURE_LIMIT = _int("CODEFYUI_LOGIN_FAILURE_LIMIT", 5)
+LOGIN_LOCKOUT_MINUTES = _int("CODEFYUI_LOGIN_LOCKOUT_MINUTES", 15)
+
 # First administrator created by `make run` when none exists (else a generated password is printed).
 ADMIN_PASSWORD = os.environ.get("CODEFYUI_ADMIN_PASSWORD", "")

@@ -3,9 +3,12 @@ in-memory channel layer, runs in a thread pool inside the server process."""
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+
+from codefyui import conf
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("CODEFYUI_VAR_DIR", BASE_DIR / "var"))
@@ -40,6 +43,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
+    "axes",
     "apps.graphs",
     "apps.runs",
     "apps.inspector",
@@ -57,6 +61,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "codefyui.urls"
@@ -105,6 +110,17 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Login throttling (django-axes): after LOGIN_FAILURE_LIMIT failures for one username, or
+# from one address, that login is refused for LOGIN_LOCKOUT_MINUTES (each try meanwhile
+# starts the wait again) before any password is hashed. The admin unlocks by deleting the
+# Access attempt.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = conf.LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=conf.LOGIN_LOCKOUT_MINUTES)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_CLIENT_IP_CALLABLE = "codefyui.access.client_address"
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "editor"
 LOGOUT_REDIRECT_URL = "login"
@@ -133,3 +149,18 @@ LOGGING = {
     "loggers": {"codefyui": {"handlers": ["console"], "level": os.environ.get("CODEFYUI_LOG_LEVEL", "INFO")}},
 }
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"  # the session row is read from memory, not per request
+
+# A lab PC is shared: a login ends when the browser closes, unless the school keeps it
+# CODEFYUI_SESSION_DAYS. Even then the server forgets a session after a day (or those days).
+SESSION_EXPIRE_AT_BROWSER_CLOSE = conf.SESSION_DAYS == 0
+SESSION_COOKIE_AGE = max(conf.SESSION_DAYS, 1) * 24 * 3600
+
+# CODEFYUI_HTTPS=1: served over HTTPS behind the school's proxy, which terminates TLS and
+# says so in X-Forwarded-Proto (and passes the browser's Host and X-Forwarded-For).
+if conf.HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = 365 * 24 * 3600
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SILENCED_SYSTEM_CHECKS = ["security.W021"]  # HSTS preload: an intranet name is on no browser's list

@@ -17,9 +17,14 @@ urlpatterns = [
     path("api/graphs", graphs_api.graphs, name="api-graphs"),
     path("api/graphs/<int:pk>", graphs_api.graph_detail, name="api-graph"),
     path("api/runs", runs_api.runs, name="api-runs"),
-    path("api/runs/<str:run_id>", runs_api.run_detail, name="api-run"),
-    path("api/runs/<str:run_id>/cancel", runs_api.run_cancel, name="api-run-cancel"),
+    path("api/runs/<uuid:run_id>", runs_api.run_detail, name="api-run"),
+    path("api/runs/<uuid:run_id>/cancel", runs_api.run_cancel, name="api-run-cancel"),
     path("api/health", runs_api.health, name="api-health"),
     path("api/execution/outputs/", include("apps.inspector.api_urls")),
     path("api/execution/outputs/", include("apps.stats.urls")),
 ]
+
+handler400 = "codefyui.api.bad_request"
+handler403 = "codefyui.api.permission_denied"
+handler404 = "codefyui.api.page_not_found"
+handler500 = "codefyui.api.server_error"

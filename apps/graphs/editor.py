@@ -3,6 +3,8 @@ its #editor partial from the same template); every POST applies one change and a
 303 back to the editor, so the same forms work with and without JavaScript."""
 from __future__ import annotations
 
+from uuid import UUID
+
 from urllib.parse import parse_qsl, urlencode
 
 from django.contrib import messages
@@ -377,7 +379,7 @@ def run(request: HttpRequest, tab_id: int) -> HttpResponse:
     return back(request, tab, run=str(started.id))
 
 
-def _run_action(request: HttpRequest, run_id: str, action) -> HttpResponse:
+def _run_action(request: HttpRequest, run_id: UUID, action) -> HttpResponse:
     """Stop or Delete from the Runs panel; a run in the wrong state says why."""
     try:
         action(get_visible(Run.objects, request.user, run_id))
@@ -387,17 +389,17 @@ def _run_action(request: HttpRequest, run_id: str, action) -> HttpResponse:
 
 
 @require_POST
-def run_stop(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_stop(request: HttpRequest, run_id: UUID) -> HttpResponse:
     return _run_action(request, run_id, service.cancel_run)
 
 
 @require_POST
-def run_delete(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_delete(request: HttpRequest, run_id: UUID) -> HttpResponse:
     return _run_action(request, run_id, service.delete_run)
 
 
 @require_POST
-def run_open(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_open(request: HttpRequest, run_id: UUID) -> HttpResponse:
     """Inspect a finished run in its graph's tab (opening one if none shows that graph)."""
     target = get_visible(Run.objects, request.user, run_id)
     tab = visible_to(Tab.objects, request.user).filter(graph=target.graph).first() if target.graph else None

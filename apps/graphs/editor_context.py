@@ -15,7 +15,7 @@ from apps.runs.engine import available_devices, resolve_device
 from apps.runs.models import Run
 from apps.runs.store import get_store
 from apps.stats.cache import get_cache as get_stats_cache
-from codefyui.access import find_visible, visible_to
+from codefyui.access import canonical_uuid, find_visible, visible_to
 
 from . import document, edits, palette, segments, subgraphs, workspace
 from .canvas import layout
@@ -132,8 +132,8 @@ def badge(status: dict[str, Any]) -> str:
 
 def inspected_run(request, tab: Tab | None) -> Run | None:
     """The run the page inspects: named in the page's state (a reload starts without one)."""
-    run_id = request.GET.get("run", "")
-    if not run_id or tab is None:
+    run_id = canonical_uuid(request.GET.get("run", ""))
+    if run_id is None or tab is None:
         return None
     return find_visible(Run.objects, request.user, run_id)
 

@@ -3,6 +3,8 @@ optional slice, and dropping a run's captures. Same permission rules as everythi
 run you may not see does not exist."""
 from __future__ import annotations
 
+from uuid import UUID
+
 from typing import Any
 
 import torch
@@ -22,7 +24,7 @@ CAPTURE_HINT = ("Turn on Record node outputs (Settings → Recording & Inspectio
 GONE = f"is no longer held by the server (evicted, deleted, or the server restarted). {CAPTURE_HINT}"
 
 
-def _run(request: HttpRequest, run_id: str) -> Run:
+def _run(request: HttpRequest, run_id: UUID) -> Run:
     try:
         return get_visible(Run.objects, request.user, run_id)
     except Http404:
@@ -37,7 +39,7 @@ def _store_call(fn, *args):
 
 
 @api("GET", "DELETE")
-def run_outputs(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_outputs(request: HttpRequest, run_id: UUID) -> HttpResponse:
     run = _run(request, run_id)
     store = get_store()
     if request.method == "DELETE":
@@ -57,12 +59,12 @@ def run_outputs(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 @api("GET")
-def port_value(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
+def port_value(request: HttpRequest, run_id: UUID, node_id: str, port: str) -> HttpResponse:
     return _value(request, run_id, node_id, port)
 
 
 @api("GET")
-def port_value_by_query(request: HttpRequest, run_id: str) -> HttpResponse:
+def port_value_by_query(request: HttpRequest, run_id: UUID) -> HttpResponse:
     return _value(request, run_id, *port_from_query(request))
 
 
@@ -74,7 +76,7 @@ def port_from_query(request: HttpRequest) -> tuple[str, str]:
     return node_id, port
 
 
-def captured(request: HttpRequest, run_id: str, node_id: str, port: str) -> tuple[str, Capture]:
+def captured(request: HttpRequest, run_id: UUID, node_id: str, port: str) -> tuple[str, Capture]:
     """(run key, capture) of a port the user may see, or the API's 404 / 503 saying why not.
     The outputs and the stats endpoints share these rules."""
     key = str(_run(request, run_id).id)
@@ -87,7 +89,7 @@ def captured(request: HttpRequest, run_id: str, node_id: str, port: str) -> tupl
     return key, capture
 
 
-def _value(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
+def _value(request: HttpRequest, run_id: UUID, node_id: str, port: str) -> HttpResponse:
     key, capture = captured(request, run_id, node_id, port)
     if capture.value is None:
         return HttpResponse(status=204)

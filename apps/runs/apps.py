@@ -6,5 +6,8 @@ class RunsConfig(AppConfig):
     label = "runs"
 
     def ready(self):
+        from django.contrib.auth.signals import user_logged_out
+
         from . import push, service
         service.add_listener(push.publish)
+        user_logged_out.connect(push.close_sockets, dispatch_uid="close-sockets-on-logout")

@@ -6,6 +6,8 @@ store that cannot be reached now is a 503. The summary is computed once per capt
 cached (apps.stats.cache)."""
 from __future__ import annotations
 
+from uuid import UUID
+
 from django.http import HttpRequest, HttpResponse
 
 from apps.inspector.api import captured, port_from_query
@@ -15,16 +17,16 @@ from .cache import port_summary
 
 
 @api("GET")
-def port_stats(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
+def port_stats(request: HttpRequest, run_id: UUID, node_id: str, port: str) -> HttpResponse:
     return _stats(request, run_id, node_id, port)
 
 
 @api("GET")
-def port_stats_by_query(request: HttpRequest, run_id: str) -> HttpResponse:
+def port_stats_by_query(request: HttpRequest, run_id: UUID) -> HttpResponse:
     return _stats(request, run_id, *port_from_query(request))
 
 
-def _stats(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
+def _stats(request: HttpRequest, run_id: UUID, node_id: str, port: str) -> HttpResponse:
     key, capture = captured(request, run_id, node_id, port)
     if capture.value is None:
         return HttpResponse(status=204)
