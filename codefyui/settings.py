@@ -44,10 +44,12 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "axes",
+    "apps.accounts",
     "apps.graphs",
     "apps.runs",
-    "apps.inspector",
     "apps.stats",
+    "apps.inspector",
+    "apps.editor",
 ]
 
 MIDDLEWARE = [
@@ -110,11 +112,15 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-# Login throttling (django-axes): after LOGIN_FAILURE_LIMIT failures for one username, or
-# from one address, that login is refused for LOGIN_LOCKOUT_MINUTES (each try meanwhile
-# starts the wait again) before any password is hashed. The admin unlocks by deleting the
-# Access attempt.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# Login throttling (django-axes, first): after LOGIN_FAILURE_LIMIT failures for one
+# username, or from one address, that login is refused for LOGIN_LOCKOUT_MINUTES (each try
+# meanwhile starts the wait again) before any password is hashed. The admin unlocks by
+# deleting the Access attempt.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+    "apps.accounts.backends.ApiTokenBackend",  # Authorization: Bearer <token> on the JSON API
+]
 AXES_FAILURE_LIMIT = conf.LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=conf.LOGIN_LOCKOUT_MINUTES)
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
@@ -122,7 +128,7 @@ AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_CLIENT_IP_CALLABLE = "codefyui.access.client_address"
 
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "editor"
+LOGIN_REDIRECT_URL = "editor:index"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en"

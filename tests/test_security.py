@@ -14,7 +14,8 @@ from axes.models import AccessAttempt
 from django.contrib.auth.backends import ModelBackend
 from django.test import Client
 
-from apps.runs.models import ApiToken, Run
+from apps.accounts.models import ApiToken
+from apps.runs.models import Run
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.graphs import document
-from apps.graphs.models import Graph, Tab
+from apps.editor.models import Tab
+from apps.graphs.models import Graph
 from codefyui import conf
 
 NODES_REFUSED = "The graph has 6 nodes; a graph can have at most 5 (CODEFYUI_MAX_GRAPH_NODES)."
