@@ -7,6 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 
 from codefyui import conf
 
@@ -54,6 +55,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -155,6 +157,15 @@ LOGGING = {
     "loggers": {"codefyui": {"handlers": ["console"], "level": os.environ.get("CODEFYUI_LOG_LEVEL", "INFO")}},
 }
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"  # the session row is read from memory, not per request
+
+# Content-Security-Policy (django-csp): scripts, styles, images and sockets from this server
+# only, nothing inline and no eval. Pages draw colours and positions with classes
+# (apps/editor/views/stylesheet.py), and htmx is told to add no style of its own.
+CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
+    "default-src": [SELF], "script-src": [SELF], "style-src": [SELF], "img-src": [SELF],
+    "connect-src": [SELF], "font-src": [SELF], "object-src": [NONE], "base-uri": [NONE],
+    "form-action": [SELF], "frame-ancestors": [NONE],
+}}
 
 # A lab PC is shared: a login ends when the browser closes, unless the school keeps it
 # CODEFYUI_SESSION_DAYS. Even then the server forgets a session after a day (or those days).

@@ -9,6 +9,7 @@ from apps.graphs import document, segments
 from apps.graphs.nodes.base import CATEGORY_COLOURS, PORT_COLOURS, Port, resolve
 
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
+NOTE_COLOUR, DEFAULT_CATEGORY_COLOUR = "#FFF59D", "#607D8B"
 MARGIN = 240
 
 
@@ -129,13 +130,13 @@ def _card(node: dict[str, Any], entry: bool) -> CardView:
     x, y = node["position"]["x"], node["position"]["y"]
     cls = resolve(node["type"]) if node["type"] != document.NOTE_TYPE else None
     if cls is None:
-        return CardView(node["id"], node["type"], "Note", "", "#FFF59D", "", x, y, NOTE_H, is_note=True,
+        return CardView(node["id"], node["type"], "Note", "", NOTE_COLOUR, "", x, y, NOTE_H, is_note=True,
                         text=str(node.get("data", {}).get("text", "")))
     params = cls.coerce_params(node["data"].get("params", {}))[0]
     inputs, outputs = cls.input_ports(params), cls.output_ports(params)
     rows = max(len(inputs), len(outputs), 1)
     card = CardView(node["id"], cls.type, document.node_label(node), cls.category,
-                    CATEGORY_COLOURS.get(cls.category, "#607D8B"), cls.description, x, y,
+                    CATEGORY_COLOURS.get(cls.category, DEFAULT_CATEGORY_COLOUR), cls.description, x, y,
                     HEADER_H + rows * ROW_H + 6, entry=entry)
     card.inputs = [_port(p, x, y, i, "in") for i, p in enumerate(inputs)]
     card.outputs = [_port(p, x + CARD_W, y, i, "out") for i, p in enumerate(outputs)]

@@ -1,13 +1,14 @@
 """The editor's routes, named in the ``editor`` namespace (``editor:run``)."""
 from django.urls import path
 
-from .views import details, edges, inspector, nodes, page, runs, segments, settings, tabs
+from .views import details, edges, inspector, nodes, page, runs, segments, settings, stylesheet, tabs
 
 app_name = "editor"
 
 urlpatterns = [
     path("", page.editor, name="index"),
     path("prefs", settings.prefs, name="prefs"),
+    path("palette.css", stylesheet.palette_css, name="palette-css"),
     path("tabs/new", tabs.tab_new, name="tab-new"),
     path("tabs/open", tabs.tab_open, name="tab-open"),
     path("tabs/example", tabs.tab_example, name="tab-example"),

@@ -143,6 +143,10 @@ def _finite_stats(t: torch.Tensor) -> tuple[float, float, float] | None:
     return (lo, hi, total / count) if count else None
 
 
+HEAT_MAX = 0.75  # the strongest shade: a cell that changed completely
+HEAT_RGB = "6, 182, 212"  # the shade's colour; editor/palette.css holds one rule per hundredth
+
+
 def heat_alpha(a: Any, b: Any) -> float:
     """Relative change from input a to output b, as the cell's colour strength (reference §7)."""
     return heat_strength(torch.tensor([[float(a)]]), torch.tensor([[float(b)]]))[0][0]
@@ -154,7 +158,7 @@ def heat_strength(before: torch.Tensor, after: torch.Tensor) -> list[list[float]
         return torch.zeros(after.shape).tolist()
     a, b = before.double(), after.double()
     scale = torch.maximum(torch.maximum(a.abs(), b.abs()), torch.tensor(1e-6, dtype=torch.float64))
-    change = ((a - b).abs() / scale).clamp(max=0.75)
+    change = ((a - b).abs() / scale).clamp(max=HEAT_MAX)
     return torch.where(torch.isfinite(change), change, torch.zeros_like(change)).tolist()
 
 
@@ -186,13 +190,14 @@ def _fmt_float(v: float) -> str:
 
 
 def _grid_html(cells: torch.Tensor, heat: list[list[float]] | None) -> SafeString:
-    """The window as a table, in one pass; changed cells carry a shade and a title."""
+    """The window as a table, in one pass; changed cells carry a shade (``data-heat``, in
+    hundredths: a class-free attribute the generated stylesheet colours) and a title."""
     out = ['<table class="grid"><tbody>']
     for r, row in enumerate(_cell_texts(cells)):
         if heat is None:
             out.append("<tr><td>" + "</td><td>".join(row) + "</td></tr>")
             continue
-        tds = [f'<td class="changed" style="background:rgba(6,182,212,{alpha:.2f})" title="changed">{text}</td>'
+        tds = [f'<td class="changed" data-heat="{round(alpha * 100)}" title="changed">{text}</td>'
                if alpha > 0 else f"<td>{text}</td>" for text, alpha in zip(row, heat[r])]
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table>")

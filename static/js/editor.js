@@ -16,6 +16,17 @@
     return htmx.ajax("POST", "/editor/" + tabId() + "/" + path, { target: "#editor", swap: "outerHTML", values: values });
   }
 
+  // Where script moves things (a dragged card, the zoom, a menu) is kept in a stylesheet of
+  // its own, never in a style attribute: the Content-Security-Policy refuses those, and
+  // htmx copies an element's old attributes onto its new self when it swaps.
+  var live = new CSSStyleSheet(), liveRules = {};
+  document.adoptedStyleSheets = document.adoptedStyleSheets.concat([live]);
+  function place(selector, declarations) {
+    if (declarations) liveRules[selector] = declarations; else delete liveRules[selector];
+    live.replaceSync(Object.keys(liveRules).map(function (s) { return s + " { " + liveRules[s] + " }"; }).join("\n"));
+  }
+  function at(x, y) { return "left: " + x + "px; top: " + y + "px"; }
+
   function canvasPoint(event) {
     var rect = document.getElementById("canvas").getBoundingClientRect();
     return { x: (event.clientX - rect.left) / zoom, y: (event.clientY - rect.top) / zoom };
@@ -27,24 +38,24 @@
     var header = event.target.closest(".card > header");
     if (!header || event.button !== 0 || event.target.closest(".port")) return;
     var card = header.parentElement;
-    drag = { card: card, startX: event.clientX, startY: event.clientY,
-             left: parseFloat(card.style.left), top: parseFloat(card.style.top), moved: false };
+    drag = { card: card, selector: "#" + CSS.escape(card.id), startX: event.clientX, startY: event.clientY,
+             left: card.offsetLeft, top: card.offsetTop, x: card.offsetLeft, y: card.offsetTop, moved: false };
   });
   document.addEventListener("pointermove", function (event) {
     if (!drag) return;
     var dx = (event.clientX - drag.startX) / zoom, dy = (event.clientY - drag.startY) / zoom;
     if (!drag.moved && Math.abs(dx) + Math.abs(dy) < DRAG_THRESHOLD) return;
     drag.moved = true;
-    drag.card.style.left = Math.max(0, drag.left + dx) + "px";
-    drag.card.style.top = Math.max(0, drag.top + dy) + "px";
+    drag.x = Math.max(0, drag.left + dx); drag.y = Math.max(0, drag.top + dy);
+    place(drag.selector, at(drag.x, drag.y));
   });
   document.addEventListener("pointerup", function () {
     if (!drag) return;
     var d = drag; drag = null;
     if (!d.moved) return;
     d.card.dataset.justDragged = "1";
-    post("nodes/" + encodeURIComponent(d.card.dataset.node) + "/move",
-         { x: Math.round(parseFloat(d.card.style.left)), y: Math.round(parseFloat(d.card.style.top)) });
+    post("nodes/" + encodeURIComponent(d.card.dataset.node) + "/move", { x: Math.round(d.x), y: Math.round(d.y) })
+      .then(function () { place(d.selector, null); });  // the page now has the card where it was dropped
   });
   document.addEventListener("click", function (event) {
     var card = event.target.closest(".card");
@@ -170,8 +181,7 @@
     zoom = Math.min(2, Math.max(0.3, zoom * Math.exp(-event.deltaY * 0.0015)));
     applyZoom();
   }, { passive: false });
-  function applyZoom() { var c = document.getElementById("canvas"); if (c) c.style.transform = "scale(" + zoom + ")"; }
-  document.addEventListener("htmx:afterSwap", applyZoom);
+  function applyZoom() { place("#canvas", zoom === 1 ? null : "transform: scale(" + zoom + ")"); }
 
   // -- pushed progress: tell waiting Inspector rows their node (or the run) finished --------
   // Read the statuses from the message itself: htmx settles a swapped element's class later.
@@ -180,7 +190,11 @@
     var t = document.createElement("template");
     t.innerHTML = event.detail.message;
     t.content.querySelectorAll("[id^='badge-']").forEach(function (b) {
-      if (FINISHED.test(b.className)) htmx.trigger(document.body, "node-finished", { node: b.id.slice(6) });
+      if (!FINISHED.test(b.className)) return;
+      var node = b.id.slice(6);
+      document.querySelectorAll("[data-waits-for]").forEach(function (row) {
+        if (row.dataset.waitsFor === node) htmx.trigger(row, "node-finished");
+      });
     });
     var status = t.content.querySelector("#run-status");
     if (status && /status-(succeeded|failed|cancelled)/.test(status.className)) {
@@ -268,7 +282,7 @@
     if (!card || !menu) return;
     event.preventDefault();
     menuNode = card.dataset.node;
-    menu.style.left = event.clientX + "px"; menu.style.top = event.clientY + "px";
+    place("#context-menu", at(event.clientX, event.clientY));
     menu.hidden = false;
     menu.querySelector("button").focus();
   });
@@ -286,7 +300,7 @@
     var s = new URLSearchParams(editor().dataset.state || "");
     var url = "/editor/" + tabId() + "/edges/" + encodeURIComponent(path.dataset.edge) + "/" +
               (s.get("run") ? "?run=" + encodeURIComponent(s.get("run")) : "");
-    popover.style.left = event.clientX + "px"; popover.style.top = event.clientY + "px";
+    place("#edge-popover", at(event.clientX, event.clientY));
     htmx.ajax("GET", url, { target: "#edge-popover", swap: "innerHTML" }).then(function () { popover.hidden = false; });
   });
   document.addEventListener("click", function (event) {
