@@ -49,6 +49,20 @@ def test_wrong_passwords_from_one_address_lock_that_address_for_every_account(cl
     assert log_in(Client(), "eve", "pw-eve-123", address="10.0.0.9").status_code == 302  # another PC logs in
 
 
+def test_behind_the_proxy_failures_count_per_address_the_proxy_saw(client, student, stranger, monkeypatch):
+    from codefyui import conf
+    monkeypatch.setattr(conf, "HTTPS", True)
+    proxy = {"REMOTE_ADDR": "10.0.0.1", "HTTP_X_FORWARDED_PROTO": "https", "secure": True}
+    for i, name in enumerate(("zoe", "max", "kim", "lee", "sam")):  # a made-up first entry is ignored
+        client.post("/login/", {"username": name, "password": "guess"},
+                    HTTP_X_FORWARDED_FOR=f"6.6.6.{i}, 10.0.0.7", **proxy)
+    assert client.post("/login/", {"username": "eve", "password": "pw-eve-123"},
+                       HTTP_X_FORWARDED_FOR="10.0.0.7", **proxy).status_code == 429
+    other_pc = Client().post("/login/", {"username": "eve", "password": "pw-eve-123"},
+                             HTTP_X_FORWARDED_FOR="10.0.0.9", **proxy)
+    assert other_pc.status_code == 302  # the same proxy, another student's PC
+
+
 def test_the_admin_unlocks_an_account(client, student, admin_client):
     for _ in range(5):
         log_in(client, "ada", "guess")
@@ -79,17 +93,13 @@ def django_script(code: str, **env) -> str:
     return done.stdout + done.stderr
 
 
-def test_check_deploy_is_clean_with_codefyui_https():
-    output = django_script("from django.core.management import call_command\n"
-                           "call_command('check', deploy=True, fail_level='WARNING')", CODEFYUI_HTTPS="1")
-    assert "no issues" in output
-
-
-def test_codefyui_https_redirects_and_marks_cookies_secure_behind_the_proxy():
+def test_codefyui_https_is_clean_for_check_deploy_redirects_and_marks_cookies_secure():
     output = django_script("""
 import json
+from django.core.management import call_command
 from django.test import Client
 from django.test.utils import setup_test_environment
+call_command("check", deploy=True, fail_level="WARNING")
 setup_test_environment()
 plain = Client().get("/login/")
 proxied = Client(headers={"X-Forwarded-Proto": "https"}).get("/login/")
@@ -97,6 +107,7 @@ print(json.dumps({"plain": [plain.status_code, plain.get("Location")], "proxied"
                   "hsts": proxied.get("Strict-Transport-Security"),
                   "csrf_secure": proxied.cookies["csrftoken"]["secure"]}))
 """, CODEFYUI_HTTPS="1")
+    assert "System check identified no issues" in output
     seen = json.loads(output.strip().splitlines()[-1])
     assert seen["plain"] == [301, "https://testserver/login/"] and seen["proxied"] == 200
     assert seen["hsts"] == "max-age=31536000; includeSubDomains" and seen["csrf_secure"] is True
