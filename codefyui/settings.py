@@ -168,7 +168,7 @@ CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
 }}
 
 # A lab PC is shared: a login ends when the browser closes, unless the school keeps it
-# CODEFYUI_SESSION_DAYS. Even then the server forgets a session after a day (or those days).
+# CODEFYUI_SESSION_DAYS days. The server forgets a browser-close session after a day.
 SESSION_EXPIRE_AT_BROWSER_CLOSE = conf.SESSION_DAYS == 0
 SESSION_COOKIE_AGE = max(conf.SESSION_DAYS, 1) * 24 * 3600
 
