@@ -22,6 +22,8 @@ def _int(name: str, default: int) -> int:
 # The seed fixes 20 runs; a school whose classes are larger can raise it.
 RUN_OUTPUT_STORE_MAX_RUNS = _int("CODEFYUI_RUN_OUTPUT_STORE_MAX_RUNS", 20)
 RUN_OUTPUT_STORE_MAX_MB = _int("CODEFYUI_RUN_OUTPUT_STORE_MAX_MB", 2048)
+# The store's class, by dotted path (a CaptureStore subclass; a worker box's remote store later).
+RUN_OUTPUT_STORE_CLASS = os.environ.get("CODEFYUI_RUN_OUTPUT_STORE_CLASS", "").strip() or "apps.runs.store.MemoryCaptureStore"
 
 # A shared school server must survive a student's mistake.
 MAX_TENSOR_ELEMENTS = _int("CODEFYUI_MAX_TENSOR_ELEMENTS", 100_000_000)
@@ -33,7 +35,7 @@ MAX_GRAPH_MB = _int("CODEFYUI_MAX_GRAPH_MB", 2)
 # Execution: nodes that may run side by side in one run, runs that may run side by side.
 MAX_PARALLEL_NODES = _int("CODEFYUI_MAX_PARALLEL_NODES", 4)
 MAX_CONCURRENT_RUNS = _int("CODEFYUI_MAX_CONCURRENT_RUNS", 4)
-EXECUTION_CACHE_MAX_ENTRIES = _int("CODEFYUI_EXECUTION_CACHE_MAX_ENTRIES", 256)
+EXECUTION_CACHE_MAX_MB = _int("CODEFYUI_EXECUTION_CACHE_MAX_MB", 1024)
 
 # Port statistics (the Stats tab).
 STATS_SAMPLE_THRESHOLD = _int("CODEFYUI_STATS_SAMPLE_THRESHOLD", 4_000_000)
