@@ -126,7 +126,7 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = conf.LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=conf.LOGIN_LOCKOUT_MINUTES)
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_LOCKOUT_CALLABLE = "codefyui.api.locked_out"  # JSON under /api/ (a wrong API token counts too)
 AXES_CLIENT_IP_CALLABLE = "codefyui.access.client_address"
 
 LOGIN_URL = "login"

@@ -63,6 +63,14 @@ def test_behind_the_proxy_failures_count_per_address_the_proxy_saw(client, stude
     assert other_pc.status_code == 302  # the same proxy, another student's PC
 
 
+def test_wrong_api_tokens_count_too_and_the_api_answers_the_lockout_in_json(client, student):
+    for _ in range(4):
+        assert client.get("/api/graphs", HTTP_AUTHORIZATION="Bearer wrong", REMOTE_ADDR="10.0.0.7").status_code == 401
+    locked = client.get("/api/graphs", HTTP_AUTHORIZATION="Bearer wrong", REMOTE_ADDR="10.0.0.7")
+    assert locked.status_code == 429
+    assert locked.json() == {"detail": "Too many failed logins from here: try again in 15 minutes"}
+
+
 def test_the_admin_unlocks_an_account(client, student, admin_client):
     for _ in range(5):
         log_in(client, "ada", "guess")
