@@ -1,10 +1,25 @@
-"""Who may see or change what. Every view, API call and (later) WebSocket subscription asks
-here, so the rule lives in one place: a student sees only their own graphs and runs."""
+"""Who may see or change what. Every view, API call and WebSocket subscription asks here,
+so the rule lives in one place: a student sees only their own graphs and runs. Also who
+is asking: the address login throttling counts per."""
 from __future__ import annotations
+
+import re
+import uuid
 
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db.models import Model, QuerySet
 from django.http import Http404
+from django.urls.converters import UUIDConverter
+
+from codefyui import conf
+
+# The one spelling of a run id in URLs (the <uuid:...> converter's): lower-case 8-4-4-4-12 hex.
+CANONICAL_UUID = re.compile(UUIDConverter.regex)
+
+
+def canonical_uuid(text: str) -> uuid.UUID | None:
+    """A run id as a query string or form carries it; None for any other spelling."""
+    return uuid.UUID(text) if CANONICAL_UUID.fullmatch(text) else None
 
 
 def visible_to(queryset: QuerySet, user) -> QuerySet:
@@ -28,3 +43,14 @@ def get_visible(queryset: QuerySet, user, pk) -> Model:
     if found is None:
         raise Http404("Not found")
     return found
+
+
+def client_address(request) -> str:
+    """Where a login attempt comes from (django-axes counts failures per address). Behind
+    the school's proxy (CODEFYUI_HTTPS) that is the last X-Forwarded-For entry, the one the
+    proxy itself added; otherwise the connection's address."""
+    if conf.HTTPS:
+        forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "").rsplit(",", 1)[-1].strip()
+        if forwarded:
+            return forwarded
+    return request.META.get("REMOTE_ADDR", "")

@@ -6,9 +6,13 @@ import functools
 from typing import Any, Callable
 
 import orjson
+from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views import defaults
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
@@ -60,17 +64,52 @@ def api(*methods: str) -> Callable:
                 request.user = user
             elif not request.user.is_authenticated:
                 return error_response(401, "Log in or send 'Authorization: Bearer <token>'")
-            elif request.method not in ("GET", "HEAD", "OPTIONS"):
-                refused = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
-                if refused is not None:
-                    return error_response(403, "CSRF check failed: send the X-CSRFToken header")
             try:
+                if request.method not in ("GET", "HEAD", "OPTIONS") and "Authorization" not in request.headers:
+                    refused = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
+                    if refused is not None:
+                        return error_response(403, "CSRF check failed: send the X-CSRFToken header")
                 return view(request, *args, **kwargs)
             except ApiError as exc:
                 return error_response(exc.status, exc.detail)
             except Http404:
                 return error_response(404, "Not found")
+            except RequestDataTooBig:
+                return error_response(413, f"The request body is larger than "
+                                           f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 2**20} MB")
+            except (TooManyFieldsSent, TooManyFilesSent) as exc:
+                return error_response(400, str(exc))
 
         return wrapper
 
     return decorate
+
+
+# The project's error pages (codefyui/urls.py): under /api/ they answer JSON like the
+# endpoints, elsewhere Django's templates (404.html, 500.html).
+
+def _json_under_api(page: Callable, status: int, detail: str) -> Callable:
+    def handler(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if request.path.startswith("/api/"):
+            return error_response(status, detail)
+        return page(request, *args, **kwargs)
+    return handler
+
+
+bad_request = _json_under_api(defaults.bad_request, 400, "Bad request")
+permission_denied = _json_under_api(defaults.permission_denied, 403, "Forbidden")
+page_not_found = _json_under_api(defaults.page_not_found, 404, "Not found")
+server_error = _json_under_api(defaults.server_error, 500, "Server error")
+
+
+def locked_out(request: HttpRequest, original_response=None, credentials: dict | None = None) -> HttpResponse:
+    """django-axes' answer to a login (or API token) tried while it is locked out
+    (AXES_LOCKOUT_CALLABLE): the wait, as JSON under /api/, else as a page."""
+    from axes.helpers import get_client_username
+
+    minutes = round(settings.AXES_COOLOFF_TIME.total_seconds() / 60)
+    if request.path.startswith("/api/"):
+        return error_response(429, f"Too many failed logins from here: try again in {minutes} minutes")
+    return render(request, "registration/locked_out.html", {
+        "failure_limit": settings.AXES_FAILURE_LIMIT, "minutes": minutes,
+        "username": get_client_username(request, credentials) or ""}, status=429)

@@ -14,9 +14,8 @@ django_application = SyncStackASGIHandler()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from codefyui.routing import websocket_urlpatterns  # noqa: E402
+from codefyui.routing import same_origin, websocket_urlpatterns  # noqa: E402
 
 
 def _recover_runs() -> None:
@@ -50,7 +49,7 @@ _recover_runs()
 
 application = ProtocolTypeRouter({
     "http": django_application,
-    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    "websocket": same_origin(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
 })
 
 _settle_heap()

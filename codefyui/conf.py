@@ -28,6 +28,9 @@ RUN_OUTPUT_STORE_CLASS = os.environ.get("CODEFYUI_RUN_OUTPUT_STORE_CLASS", "").s
 # A shared school server must survive a student's mistake.
 MAX_TENSOR_ELEMENTS = _int("CODEFYUI_MAX_TENSOR_ELEMENTS", 100_000_000)
 RUN_TIMEOUT_S = _int("CODEFYUI_RUN_TIMEOUT_S", 600)
+# A graph (every node, blocks' insides included) and its document: far past any lesson's.
+MAX_GRAPH_NODES = _int("CODEFYUI_MAX_GRAPH_NODES", 500)
+MAX_GRAPH_MB = _int("CODEFYUI_MAX_GRAPH_MB", 2)
 
 # Execution: nodes that may run side by side in one run, runs that may run side by side.
 MAX_PARALLEL_NODES = _int("CODEFYUI_MAX_PARALLEL_NODES", 4)
@@ -38,6 +41,14 @@ EXECUTION_CACHE_MAX_MB = _int("CODEFYUI_EXECUTION_CACHE_MAX_MB", 1024)
 STATS_SAMPLE_THRESHOLD = _int("CODEFYUI_STATS_SAMPLE_THRESHOLD", 4_000_000)
 STATS_SAMPLE_SIZE = _int("CODEFYUI_STATS_SAMPLE_SIZE", 1_000_000)
 STATS_CACHE_MAX_BYTES = _int("CODEFYUI_STATS_CACHE_MAX_BYTES", 8 * 1024 * 1024)
+
+# A school server: HTTPS behind the school's proxy (1 = on), how long a login lasts
+# (0 = until the browser closes), and login throttling (failed logins per account and
+# per address before a lockout of this many minutes).
+HTTPS = os.environ.get("CODEFYUI_HTTPS", "").strip() == "1"
+SESSION_DAYS = _int("CODEFYUI_SESSION_DAYS", 0)
+LOGIN_FAILURE_LIMIT = _int("CODEFYUI_LOGIN_FAILURE_LIMIT", 5)
+LOGIN_LOCKOUT_MINUTES = _int("CODEFYUI_LOGIN_LOCKOUT_MINUTES", 15)
 
 # First administrator created by `make run` when none exists (else a generated password is printed).
 ADMIN_PASSWORD = os.environ.get("CODEFYUI_ADMIN_PASSWORD", "")

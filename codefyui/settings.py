@@ -3,9 +3,13 @@ in-memory channel layer, runs in a thread pool inside the server process."""
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
+
+from codefyui import conf
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("CODEFYUI_VAR_DIR", BASE_DIR / "var"))
@@ -40,6 +44,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
+    "axes",
     "apps.accounts",
     "apps.graphs",
     "apps.runs",
@@ -50,6 +55,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -59,6 +65,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "codefyui.urls"
@@ -107,10 +114,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Login throttling (django-axes, first): after LOGIN_FAILURE_LIMIT failures for one
+# username, or from one address, that login is refused for LOGIN_LOCKOUT_MINUTES (each try
+# meanwhile starts the wait again) before any password is hashed. The admin unlocks by
+# deleting the Access attempt.
 AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
     "apps.accounts.backends.ApiTokenBackend",  # Authorization: Bearer <token> on the JSON API
 ]
+AXES_FAILURE_LIMIT = conf.LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=conf.LOGIN_LOCKOUT_MINUTES)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_CALLABLE = "codefyui.api.locked_out"  # JSON under /api/ (a wrong API token counts too)
+AXES_CLIENT_IP_CALLABLE = "codefyui.access.client_address"
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "editor:index"
 LOGOUT_REDIRECT_URL = "login"
@@ -139,3 +157,27 @@ LOGGING = {
     "loggers": {"codefyui": {"handlers": ["console"], "level": os.environ.get("CODEFYUI_LOG_LEVEL", "INFO")}},
 }
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"  # the session row is read from memory, not per request
+
+# Content-Security-Policy (django-csp): scripts, styles, images and sockets from this server
+# only, nothing inline and no eval. Pages draw colours and positions with classes
+# (apps/editor/views/stylesheet.py), and htmx is told to add no style of its own.
+CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
+    "default-src": [SELF], "script-src": [SELF], "style-src": [SELF], "img-src": [SELF],
+    "connect-src": [SELF], "font-src": [SELF], "object-src": [NONE], "base-uri": [NONE],
+    "form-action": [SELF], "frame-ancestors": [NONE],
+}}
+
+# A lab PC is shared: a login ends when the browser closes, unless the school keeps it
+# CODEFYUI_SESSION_DAYS days. The server forgets a browser-close session after a day.
+SESSION_EXPIRE_AT_BROWSER_CLOSE = conf.SESSION_DAYS == 0
+SESSION_COOKIE_AGE = max(conf.SESSION_DAYS, 1) * 24 * 3600
+
+# CODEFYUI_HTTPS=1: served over HTTPS behind the school's proxy, which terminates TLS and
+# says so in X-Forwarded-Proto (and passes the browser's Host and X-Forwarded-For).
+if conf.HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = 365 * 24 * 3600
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SILENCED_SYSTEM_CHECKS = ["security.W021"]  # HSTS preload: an intranet name is on no browser's list

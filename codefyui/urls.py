@@ -13,8 +13,8 @@ api_patterns = [
     path("graphs", graphs_api.graphs, name="graphs"),
     path("graphs/<int:pk>", graphs_api.graph_detail, name="graph"),
     path("runs", runs_api.runs, name="runs"),
-    path("runs/<str:run_id>", runs_api.run_detail, name="run"),
-    path("runs/<str:run_id>/cancel", runs_api.run_cancel, name="run-cancel"),
+    path("runs/<uuid:run_id>", runs_api.run_detail, name="run"),
+    path("runs/<uuid:run_id>/cancel", runs_api.run_cancel, name="run-cancel"),
     path("health", editor_api.health, name="health"),
     path("execution/outputs/", include("apps.inspector.api_urls")),
     path("execution/outputs/", include("apps.stats.urls")),
@@ -29,3 +29,8 @@ urlpatterns = [
     path("editor/", include("apps.editor.urls")),
     path("api/", include((api_patterns, "api"))),
 ]
+
+handler400 = "codefyui.api.bad_request"
+handler403 = "codefyui.api.permission_denied"
+handler404 = "codefyui.api.page_not_found"
+handler500 = "codefyui.api.server_error"

@@ -1,7 +1,13 @@
-"""Shared fixtures: one torch thread, a fresh capture store and cache per test, users."""
+"""Shared fixtures: one torch thread, a fresh capture store and cache per test, users, and
+a throwaway PostgreSQL cluster for the tests that need a real server database."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -54,3 +60,35 @@ def stranger(django_user_model):
 def student_client(client, student):
     client.force_login(student)
     return client
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A throwaway PostgreSQL cluster on a free loopback port, started with the machine's
+    binaries (initdb, pg_ctl on the PATH; CI has them) and removed at the end: a database
+    several server processes can share, as a school's would. As root (containers, CI) the
+    cluster runs as the postgres user, since PostgreSQL refuses to run as root."""
+    pg_ctl = shutil.which("pg_ctl")
+    if pg_ctl is None:
+        pytest.fail("PostgreSQL's initdb and pg_ctl are not on the PATH (apt-get install postgresql)")
+    bindir = Path(os.path.realpath(pg_ctl)).parent
+    as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    home = Path(tempfile.mkdtemp(prefix="codefyui-pg-"))
+    data = home / "data"
+    if as_postgres:
+        shutil.chown(home, "postgres")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    def pg(*args: str) -> None:
+        subprocess.run([*as_postgres, *args], check=True, capture_output=True, timeout=120)
+
+    pg(str(bindir / "initdb"), "-D", str(data), "-U", "codefyui", "--auth=trust", "-E", "UTF8", "--no-instructions")
+    pg(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(home / "log"), "-w", "-o",
+       f"-h 127.0.0.1 -p {port} -k {home} -F -c fsync=off -c full_page_writes=off", "start")
+    try:
+        yield f"postgres://codefyui@127.0.0.1:{port}/postgres"
+    finally:
+        pg(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
+        shutil.rmtree(home, ignore_errors=True)

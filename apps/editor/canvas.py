@@ -11,6 +11,7 @@ from apps.graphs.nodes.base import PORT_COLOURS, Port, category_colour, resolve
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
 SHAPE_LABEL_BEFORE = 30  # px before the input an edge enters: its shape is written over the gap between cards
 PICTURE_H = 40           # room under the ports for a picture of the node's output, after a run
+NOTE_COLOUR, DEFAULT_CATEGORY_COLOUR = "#FFF59D", "#607D8B"
 MARGIN = 240
 
 
@@ -142,7 +143,7 @@ def _card(node: dict[str, Any], entry: bool) -> CardView:
     x, y = node["position"]["x"], node["position"]["y"]
     cls = resolve(node["type"]) if node["type"] != document.NOTE_TYPE else None
     if cls is None:
-        return CardView(node["id"], node["type"], "Note", "", "#FFF59D", "", x, y, NOTE_H, is_note=True,
+        return CardView(node["id"], node["type"], "Note", "", NOTE_COLOUR, "", x, y, NOTE_H, is_note=True,
                         text=str(node.get("data", {}).get("text", "")))
     params = cls.coerce_params(node["data"].get("params", {}))[0]
     inputs, outputs = cls.input_ports(params), cls.output_ports(params)

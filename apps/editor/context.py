@@ -8,7 +8,7 @@ from django.template.defaultfilters import filesizeformat
 import codefyui
 from apps.graphs import document, edits, segments, subgraphs
 from apps.graphs.models import Graph
-from apps.graphs.nodes.base import PORT_COLOURS, category_colour
+from apps.graphs.nodes.base import PORT_COLOURS
 from apps.inspector.capture_state import RunView
 from apps.inspector.panel import TABS, Inspection, card_picture, segment_view
 from apps.inspector.values import shape_text
@@ -18,7 +18,7 @@ from apps.runs.models import Run
 from apps.runs.status import badge
 from apps.runs.store import get_store
 from apps.stats.cache import get_cache as get_stats_cache
-from codefyui.access import find_visible, visible_to
+from codefyui.access import canonical_uuid, find_visible, visible_to
 
 from . import palette, workspace
 from .canvas import layout
@@ -147,8 +147,8 @@ def side_tabs(current: str, node_panel_shown: bool) -> list[dict[str, Any]]:
 
 def inspected_run(request, tab: Tab | None) -> Run | None:
     """The run the page inspects: named in the page's state (a reload starts without one)."""
-    run_id = request.GET.get("run", "")
-    if not run_id or tab is None:
+    run_id = canonical_uuid(request.GET.get("run", ""))
+    if run_id is None or tab is None:
         return None
     return find_visible(Run.objects, request.user, run_id)
 
@@ -173,8 +173,7 @@ def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:
                               if n["id"] != node_id and edits.node_class(n) is not None]
             if any(p.type == "TRIGGER" for p in cls.outputs) else None,
             "triggers": [{**e, "label": document.node_label(edits.find_node(doc, e["target"]))} for e in doc["edges"]
-                         if document.is_trigger(e) and e["source"] == node_id],
-            "colour": category_colour(cls.category)}
+                         if document.is_trigger(e) and e["source"] == node_id]}
 
 
 def grid(node: dict[str, Any], cls, params: dict[str, Any]) -> dict[str, Any] | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from django.conf import settings
+
 COOKIE = "codefyui_prefs"
 CATEGORY_MODES = ("all", "basic")
 CONNECTION_STYLES = ("circuit", "curve")
@@ -42,4 +44,5 @@ class Prefs:
         return Prefs(**values)
 
     def save(self, response) -> None:
-        response.set_cookie(COOKIE, json.dumps(asdict(self)), max_age=365 * 24 * 3600, samesite="Lax")
+        response.set_cookie(COOKIE, json.dumps(asdict(self)), max_age=365 * 24 * 3600, samesite="Lax",
+                            secure=settings.SESSION_COOKIE_SECURE)

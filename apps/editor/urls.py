@@ -1,21 +1,22 @@
 """The editor's routes, named in the ``editor`` namespace (``editor:run``)."""
 from django.urls import path
 
-from .views import details, edges, inspector, nodes, page, runs, segments, settings, tabs
+from .views import details, edges, inspector, nodes, page, runs, segments, settings, stylesheet, tabs
 
 app_name = "editor"
 
 urlpatterns = [
     path("", page.editor, name="index"),
     path("prefs", settings.prefs, name="prefs"),
+    path("palette.css", stylesheet.palette_css, name="palette-css"),
     path("tabs/new", tabs.tab_new, name="tab-new"),
     path("tabs/open", tabs.tab_open, name="tab-open"),
     path("tabs/example", tabs.tab_example, name="tab-example"),
     path("tabs/import", tabs.tab_import, name="tab-import"),
     path("workspace/export", tabs.workspace_export, name="workspace-export"),
-    path("runs/<str:run_id>/stop", runs.run_stop, name="run-stop"),
-    path("runs/<str:run_id>/delete", runs.run_delete, name="run-delete"),
-    path("runs/<str:run_id>/open", runs.run_open, name="run-open"),
+    path("runs/<uuid:run_id>/stop", runs.run_stop, name="run-stop"),
+    path("runs/<uuid:run_id>/delete", runs.run_delete, name="run-delete"),
+    path("runs/<uuid:run_id>/open", runs.run_open, name="run-open"),
     path("<int:tab_id>/", page.editor_tab, name="tab"),
     path("<int:tab_id>/rename", tabs.tab_rename, name="tab-rename"),
     path("<int:tab_id>/close", tabs.tab_close, name="tab-close"),

@@ -11,9 +11,12 @@ import math
 import re
 from typing import Any
 
+from codefyui import conf
+
 from .nodes.base import resolve
 
 NOTE_TYPE = "note"
+BLOCK_TYPE = "Subgraph"
 
 # The per-tab run settings of the seed's Settings table, with their defaults.
 RUN_SETTINGS_DEFAULTS: dict[str, Any] = {
@@ -82,6 +85,7 @@ def normalise(raw: Any) -> dict[str, Any]:
         raise DocumentError(["The graph must be a JSON object with 'nodes' and 'edges'"])
     if _nesting(raw) > MAX_NESTING:
         raise DocumentError([f"The graph nests lists or objects more than {MAX_NESTING} deep"])
+    check_limits(raw)  # before checking each node: a huge graph is refused at once
     problems: list[str] = []
     doc = dict(raw)
     doc["name"] = _text(raw.get("name", ""), "name", problems)
@@ -109,6 +113,45 @@ def _nesting(value: Any) -> int:
             if depth <= MAX_NESTING:  # past it the answer is known
                 stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
     return deepest
+
+
+def node_count(doc: Any) -> int:
+    """Every node of a graph, blocks and the nodes inside them (at any depth) included."""
+    count, graphs = 0, [doc]
+    while graphs:
+        graph = graphs.pop()
+        nodes = graph.get("nodes") if isinstance(graph, dict) else None
+        if not isinstance(nodes, list):
+            continue
+        count += len(nodes)
+        for node in nodes:
+            data = node.get("data") if isinstance(node, dict) and node.get("type") == BLOCK_TYPE else None
+            if isinstance(data, dict) and isinstance(data.get("params"), dict):
+                graphs.append(data["params"].get("subgraph"))
+    return count
+
+
+def size_bytes(doc: Any) -> int:
+    """The document's size as compact JSON."""
+    return len(json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def check_limits(doc: Any, before: Any = None) -> None:
+    """Refuse a graph past CODEFYUI_MAX_GRAPH_NODES nodes or CODEFYUI_MAX_GRAPH_MB. For an
+    edit (``before`` given) only growing past them is refused, so a graph stored before a
+    limit was lowered can still be edited down."""
+    problems = []
+    nodes = node_count(doc)
+    if nodes > conf.MAX_GRAPH_NODES and (before is None or nodes > node_count(before)):
+        problems.append(f"The graph has {nodes} nodes; a graph can have at most {conf.MAX_GRAPH_NODES} "
+                        "(CODEFYUI_MAX_GRAPH_NODES).")
+    limit = conf.MAX_GRAPH_MB * 2**20
+    size = size_bytes(doc)
+    if size > limit and (before is None or size > size_bytes(before)):
+        problems.append(f"The graph is {math.ceil(size / 2**20 * 10) / 10:.1f} MB; a graph can be at most "
+                        f"{conf.MAX_GRAPH_MB} MB (CODEFYUI_MAX_GRAPH_MB).")
+    if problems:
+        raise DocumentError(problems)
 
 
 def run_settings(doc: dict[str, Any]) -> dict[str, Any]:
@@ -181,7 +224,7 @@ def _nodes(value: Any, problems: list[str]) -> list[dict[str, Any]]:
                 params = {}
             data["params"] = params
         node["data"] = data
-        if type_key == "Subgraph":
+        if type_key == BLOCK_TYPE:
             _check_block(data["params"].get("subgraph"), f"{path}.data.params.subgraph", problems)
         nodes.append(node)
     return nodes

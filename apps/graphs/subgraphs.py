@@ -9,7 +9,7 @@ from typing import Any
 from . import document
 from .edits import EditError, _new_id, find_node, node_class, port_type
 
-TYPE = "Subgraph"
+TYPE = document.BLOCK_TYPE
 MAX_DEPTH = 10
 
 

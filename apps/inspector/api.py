@@ -4,6 +4,7 @@ run you may not see does not exist."""
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 import torch
 from django.http import HttpRequest, HttpResponse
@@ -18,7 +19,7 @@ TEXT_LIMIT = 4000
 
 
 @api("GET", "DELETE")
-def run_outputs(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_outputs(request: HttpRequest, run_id: UUID) -> HttpResponse:
     run = visible_run(request, run_id)
     store = get_store()
     if request.method == "DELETE":

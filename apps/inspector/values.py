@@ -147,6 +147,7 @@ def _finite_stats(t: torch.Tensor) -> tuple[float, float, float] | None:
 
 
 HEAT_LIGHTEST, HEAT_DARKEST = 0.08, 0.75   # shade of the smallest and of the largest change shown
+HEAT_RGB = "6, 182, 212"  # the shade's colour; editor/palette.css holds one rule per hundredth
 
 
 def heat_alpha(change: float, largest: float) -> float:
@@ -193,14 +194,15 @@ def _fmt_float(v: float) -> str:
 
 
 def _grid_html(cells: torch.Tensor, heat: list[list[float]] | None) -> SafeString:
-    """The window as a table, in one pass; changed cells carry a shade and a title. A single row
+    """The window as a table, in one pass; changed cells carry a shade (``data-heat``, in
+    hundredths, which the generated editor/palette.css colours) and a title. A single row
     (a 1-D tensor, a [1, N] row) wraps onto several lines, so a short row is seen whole; its
     roles are explicit because the wrapping restyles the table."""
     texts = _cell_texts(cells)
     if heat is None:
         rows = ["<td>" + "</td><td>".join(row) + "</td>" for row in texts]
     else:
-        rows = ["".join(f'<td class="changed" style="background:rgba(6,182,212,{alpha:.2f})" title="changed">{text}</td>'
+        rows = ["".join(f'<td class="changed" data-heat="{round(alpha * 100)}" title="changed">{text}</td>'
                         if alpha > 0 else f"<td>{text}</td>" for text, alpha in zip(row, alphas))
                 for row, alphas in zip(texts, heat)]
     if len(rows) == 1 and cells.shape[1] > 1:

@@ -1,6 +1,8 @@
 """POST /api/runs, GET/DELETE /api/runs/{id}, POST /api/runs/{id}/cancel."""
 from __future__ import annotations
 
+from uuid import UUID
+
 from django.http import HttpRequest, HttpResponse
 
 from apps.graphs import document
@@ -48,7 +50,7 @@ def runs(request: HttpRequest) -> HttpResponse:
 
 
 @api("GET", "DELETE")
-def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_detail(request: HttpRequest, run_id: UUID) -> HttpResponse:
     run = get_visible(Run.objects, request.user, run_id)
     if request.method == "DELETE":
         try:
@@ -60,7 +62,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 @api("POST")
-def run_cancel(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_cancel(request: HttpRequest, run_id: UUID) -> HttpResponse:
     run = get_visible(Run.objects, request.user, run_id)
     try:
         run = service.cancel_run(run)

@@ -6,6 +6,9 @@ class RunsConfig(AppConfig):
     label = "runs"
 
     def ready(self):
+        from django.contrib.auth.signals import user_logged_out
+
         from . import push, service, store
         store.store_class()  # a misspelt CODEFYUI_RUN_OUTPUT_STORE_CLASS stops the start, not a request
         service.add_listener(push.publish)
+        user_logged_out.connect(push.close_sockets, dispatch_uid="close-sockets-on-logout")

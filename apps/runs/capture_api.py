@@ -5,6 +5,7 @@ store that cannot be reached now is a 503."""
 from __future__ import annotations
 
 from typing import Callable
+from uuid import UUID
 
 from django.http import Http404, HttpRequest, HttpResponse
 
@@ -19,7 +20,7 @@ CAPTURE_HINT = ("Turn on Record node outputs (Settings → Recording & Inspectio
 GONE = f"is no longer held by the server (evicted, deleted, or the server restarted). {CAPTURE_HINT}"
 
 
-def visible_run(request: HttpRequest, run_id: str) -> Run:
+def visible_run(request: HttpRequest, run_id: UUID) -> Run:
     try:
         return get_visible(Run.objects, request.user, run_id)
     except Http404:
@@ -41,7 +42,7 @@ def port_from_query(request: HttpRequest) -> tuple[str, str]:
     return node_id, port
 
 
-def captured(request: HttpRequest, run_id: str, node_id: str, port: str) -> tuple[str, Capture]:
+def captured(request: HttpRequest, run_id: UUID, node_id: str, port: str) -> tuple[str, Capture]:
     """(run key, capture) of a port the user may see, or the API's 404 / 503 saying why not.
     The outputs and the stats endpoints share these rules."""
     key = str(visible_run(request, run_id).id)
@@ -62,18 +63,18 @@ def port_endpoints(answer: Callable[..., HttpResponse]) -> tuple[Callable, Calla
     """The two GET endpoints of one answer about a captured port: by path (.../{node}/{port})
     and by query (?node_id=&port=). Both check the run and the capture with ``captured``; a
     captured None is a 204. ``answer(request, run key, node id, port, capture)`` does the rest."""
-    def respond(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
+    def respond(request: HttpRequest, run_id: UUID, node_id: str, port: str) -> HttpResponse:
         key, capture = captured(request, run_id, node_id, port)
         if capture.value is None:
             return HttpResponse(status=204)
         return answer(request, key, node_id, port, capture)
 
     @api("GET")
-    def by_path(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
+    def by_path(request: HttpRequest, run_id: UUID, node_id: str, port: str) -> HttpResponse:
         return respond(request, run_id, node_id, port)
 
     @api("GET")
-    def by_query(request: HttpRequest, run_id: str) -> HttpResponse:
+    def by_query(request: HttpRequest, run_id: UUID) -> HttpResponse:
         return respond(request, run_id, *port_from_query(request))
 
     return by_path, by_query

@@ -19,17 +19,25 @@ from .status import badge
 class RunConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         push.remember_loop()
-        self.run_id = self.scope["url_route"]["kwargs"]["run_id"]
+        self.run_id = str(self.scope["url_route"]["kwargs"]["run_id"])  # the canonical spelling events use
         run = await self._run()
         if run is None:
             await self.close(code=4404)  # not yours, or not there: nothing is sent
             return
         await self.channel_layer.group_add(push.group(self.run_id), self.channel_name)
+        await self.channel_layer.group_add(push.user_group(self.scope["user"].pk), self.channel_name)
         await self.accept()
         await self.send(text_data=await database_sync_to_async(catch_up)(self.run_id))
 
     async def disconnect(self, code):
         await self.channel_layer.group_discard(push.group(self.run_id), self.channel_name)
+        user = self.scope.get("user")
+        if user is not None and user.is_authenticated:
+            await self.channel_layer.group_discard(push.user_group(user.pk), self.channel_name)
+
+    async def session_ended(self, message):
+        """Its user logged out: nothing more is streamed to this page."""
+        await self.close(code=4401)
 
     async def run_event(self, message):
         html = fragment(message["event"])

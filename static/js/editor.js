@@ -22,6 +22,17 @@
     htmx.ajax("GET", editor().dataset.url, { target: "#editor", swap: "outerHTML" });
   }
 
+  // Where script moves things (a dragged card, the zoom, a menu) is kept in a stylesheet of
+  // its own, never in a style attribute: the Content-Security-Policy refuses those, and
+  // htmx copies an element's old attributes onto its new self when it swaps.
+  var live = new CSSStyleSheet(), liveRules = {};
+  document.adoptedStyleSheets = document.adoptedStyleSheets.concat([live]);
+  function place(selector, declarations) {
+    if (declarations) liveRules[selector] = declarations; else delete liveRules[selector];
+    live.replaceSync(Object.keys(liveRules).map(function (s) { return s + " { " + liveRules[s] + " }"; }).join("\n"));
+  }
+  function at(x, y) { return "left: " + x + "px; top: " + y + "px"; }
+
   function canvasPoint(event) {
     var rect = document.getElementById("canvas").getBoundingClientRect();
     return { x: (event.clientX - rect.left) / zoom, y: (event.clientY - rect.top) / zoom };
@@ -33,24 +44,24 @@
     var header = event.target.closest(".card > header");
     if (!header || event.button !== 0 || event.target.closest(".port")) return;
     var card = header.parentElement;
-    drag = { card: card, startX: event.clientX, startY: event.clientY,
-             left: parseFloat(card.style.left), top: parseFloat(card.style.top), moved: false };
+    drag = { card: card, selector: "#" + CSS.escape(card.id), startX: event.clientX, startY: event.clientY,
+             left: card.offsetLeft, top: card.offsetTop, x: card.offsetLeft, y: card.offsetTop, moved: false };
   });
   document.addEventListener("pointermove", function (event) {
     if (!drag) return;
     var dx = (event.clientX - drag.startX) / zoom, dy = (event.clientY - drag.startY) / zoom;
     if (!drag.moved && Math.abs(dx) + Math.abs(dy) < DRAG_THRESHOLD) return;
     drag.moved = true;
-    drag.card.style.left = Math.max(0, drag.left + dx) + "px";
-    drag.card.style.top = Math.max(0, drag.top + dy) + "px";
+    drag.x = Math.max(0, drag.left + dx); drag.y = Math.max(0, drag.top + dy);
+    place(drag.selector, at(drag.x, drag.y));
   });
   document.addEventListener("pointerup", function () {
     if (!drag) return;
     var d = drag; drag = null;
     if (!d.moved || !d.card.dataset.moveUrl) return;  // cards inside a block stay put
     d.card.dataset.justDragged = "1";
-    post(d.card.dataset.moveUrl,
-         { x: Math.round(parseFloat(d.card.style.left)), y: Math.round(parseFloat(d.card.style.top)) });
+    post(d.card.dataset.moveUrl, { x: Math.round(d.x), y: Math.round(d.y) })
+      .then(function () { place(d.selector, null); });  // the page now has the card where it was dropped
   });
   document.addEventListener("click", function (event) {
     var card = event.target.closest(".card");
@@ -181,8 +192,7 @@
     zoom = Math.min(2, Math.max(0.3, zoom * Math.exp(-event.deltaY * 0.0015)));
     applyZoom();
   }, { passive: false });
-  function applyZoom() { var c = document.getElementById("canvas"); if (c) c.style.transform = "scale(" + zoom + ")"; }
-  document.addEventListener("htmx:afterSwap", applyZoom);
+  function applyZoom() { place("#canvas", zoom === 1 ? null : "transform: scale(" + zoom + ")"); }
 
   // -- pushed progress: tell waiting Inspector rows their node (or the run) finished --------
   // Read the statuses from the message itself: htmx settles a swapped element's class later.
@@ -191,7 +201,11 @@
     var t = document.createElement("template");
     t.innerHTML = event.detail.message;
     t.content.querySelectorAll("[id^='badge-']").forEach(function (b) {
-      if (FINISHED.test(b.className)) htmx.trigger(document.body, "node-finished", { node: b.id.slice(6) });
+      if (!FINISHED.test(b.className)) return;
+      var node = b.id.slice(6);
+      document.querySelectorAll("[data-waits-for]").forEach(function (row) {
+        if (row.dataset.waitsFor === node) htmx.trigger(row, "node-finished");
+      });
     });
     var status = t.content.querySelector("#run-status");
     if (status && /status-(succeeded|failed|cancelled)/.test(status.className)) {
@@ -280,8 +294,8 @@
     if (!card || !menu) return;
     event.preventDefault();
     menuCard = card;
-    menu.style.left = Math.min(event.clientX, window.innerWidth - 160) + "px";  // inside the window
-    menu.style.top = Math.min(event.clientY, window.innerHeight - 48) + "px";
+    place("#context-menu", at(Math.min(event.clientX, window.innerWidth - 160),  // inside the window
+                              Math.min(event.clientY, window.innerHeight - 48)));
     menu.hidden = false;
     menu.querySelector("button").focus();
   });
@@ -300,9 +314,9 @@
     var url = link ? path.getAttribute("href") : path.dataset.summaryUrl;
     if (!url) return;  // an edge inside a block has no summary of its own
     if (link) event.preventDefault();
-    var at = link ? path.getBoundingClientRect() : { left: event.clientX, bottom: event.clientY };
-    popover.style.left = Math.min(at.left, window.innerWidth - 400) + "px";  // inside the window
-    popover.style.top = Math.min(at.bottom, window.innerHeight - 260) + "px";
+    var from = link ? path.getBoundingClientRect() : { left: event.clientX, bottom: event.clientY };
+    place("#edge-popover", at(Math.min(from.left, window.innerWidth - 400),  // inside the window
+                              Math.min(from.bottom, window.innerHeight - 260)));
     htmx.ajax("GET", url, { target: "#edge-popover", swap: "innerHTML" }).then(function () {
       popover.hidden = false;
       var first = popover.querySelector("a");

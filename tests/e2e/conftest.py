@@ -196,6 +196,7 @@ def nojs_page(browser, daphne_server, student, request):
     """A student logged in, in a context with JavaScript switched off."""
     context = _context(browser, daphne_server, java_script_enabled=False)
     page = context.new_page()
+    _collect_errors(page, request)
     log_in(page, *student)
     yield page
     context.close()
@@ -221,12 +222,20 @@ def screen_page(browser, daphne_server, student, request):
 
 
 def _collect_errors(page, request) -> None:
-    """Script errors on the page fail the test that caused them; console errors are shown
-    with a failure (a 404 favicon is one, so they do not fail a test by themselves)."""
+    """Script errors and anything the Content-Security-Policy refused fail the test that
+    caused them; other console errors are shown with a failure (a 404 favicon is one, so
+    they do not fail a test by themselves)."""
     errors: list[str] = []
     console: list[str] = []
+
+    def on_console(msg) -> None:
+        if msg.type == "error":
+            console.append(f"{msg.type}: {msg.text}")
+            if "Content Security Policy" in msg.text:
+                errors.append(msg.text)
+
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}") if msg.type == "error" else None)
+    page.on("console", on_console)
     request.node.stash[PAGE_ERRORS] = errors
     request.node.stash[CONSOLE_ERRORS] = console
 
@@ -240,7 +249,7 @@ def pytest_runtest_call(item):
     result = yield
     errors = item.stash.get(PAGE_ERRORS, [])
     if errors:
-        raise AssertionError("JavaScript errors on the page:\n" + "\n".join(errors))
+        raise AssertionError("JavaScript errors or Content-Security-Policy refusals on the page:\n" + "\n".join(errors))
     return result
 
 

@@ -54,7 +54,7 @@ def test_a_tensor_row_shows_meta_and_values(student_client, tab, finished):
     """WK8, IN3: shape, dtype, min/max/mean and the values, with a type-coloured dot."""
     body = page(student_client, tab, f"node=input&run={finished.pk}")
     assert "shape [1, 4, 4] · float32 · min -2 · max 3 · mean 0.4688" in body
-    assert 'style="background: #4CAF50" title="TENSOR"' in body
+    assert '<span class="dot" data-type="TENSOR" title="TENSOR">' in body  # green: editor/palette.css
     assert "dim 0" in body and "<td>0.5</td>" in body
 
 
@@ -106,7 +106,7 @@ def test_rows_wait_while_the_run_has_not_reached_them(student_client, tab, stude
                              nodes={"input": {"status": "completed"}, "reshape": {"status": "running"}})
     body = page(student_client, tab, f"node=softmax&run={run.pk}")
     assert "Node is running…" in body and "Waiting for this node to run…" in body
-    assert "node-finished[detail.node==&#x27;reshape&#x27;] from:body" in body or "node-finished[detail.node=='reshape'] from:body" in body
+    assert 'hx-trigger="node-finished" data-waits-for="reshape"' in body
     assert "Graph is running…" in page(student_client, tab, f"node=softmax&run={run.pk}&view=backward")
 
 

@@ -5,6 +5,7 @@ import pytest
 
 from apps.graphs import document
 from apps.runs.engine import DRAFT_MESSAGE, DraftGraph, InvalidGraph, plan_run
+from codefyui import conf
 
 
 def node(node_id, type_key, **params):
@@ -104,9 +105,10 @@ class _CountedEdge(dict):
         return super().get(key, default)
 
 
-def test_planning_is_linear_in_nodes_and_edges():
+def test_planning_is_linear_in_nodes_and_edges(monkeypatch):
     """A 10,000-node chain is planned reading each edge a few times, not once per node."""
     size = 10_000
+    monkeypatch.setattr(conf, "MAX_GRAPH_NODES", size + 1)  # far past what a graph may have, to see the growth
     nodes = [node("start", "Start"), node("n0", "TensorCreate", shape="2")]
     nodes += [node(f"n{i}", "Activation") for i in range(1, size)]
     edges = [trigger("n0")] + [data(f"n{i - 1}", f"n{i}") for i in range(1, size)]

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from apps.graphs import edits
+from apps.graphs import document, edits
 from codefyui.access import get_visible, visible_to
 
 from ..context import editor_context
@@ -42,16 +42,21 @@ def back(request: HttpRequest, tab: Tab | None, **changes) -> HttpResponse:
 
 
 def apply_edit(request: HttpRequest, tab_id: int, change, new: str = "", **state) -> HttpResponse:
-    """Apply one edit as one undo step; a refused edit says why and changes nothing.
-    A change may return (document, id of what it made): ``new="select"`` selects that node,
-    ``new="activate"`` makes that segment the active one."""
+    """Apply one edit as one undo step; a refused edit (or one that grows the graph past its
+    limits) says why and changes nothing. A change may return (document, id of what it
+    made): ``new="select"`` selects that node, ``new="activate"`` makes that segment the
+    active one."""
     tab = get_tab(request, tab_id)
     try:
         result = change(tab.document)
+        doc, made = result if isinstance(result, tuple) else (result, None)
+        document.check_limits(doc, before=tab.document)
     except edits.EditError as exc:
         messages.error(request, str(exc))
         return back(request, tab)
-    doc, made = result if isinstance(result, tuple) else (result, None)
+    except document.DocumentError as exc:
+        messages.error(request, " ".join(exc.problems))
+        return back(request, tab)
     tab.apply(doc, made if new == "activate" else None)
     tab.save(update_fields=Tab.HISTORY_FIELDS)
     if new == "select":

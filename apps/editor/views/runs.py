@@ -1,6 +1,8 @@
 """Runs: start one from a tab; Stop, Delete and Inspect from the Runs panel."""
 from __future__ import annotations
 
+from uuid import UUID
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -34,7 +36,7 @@ def run(request: HttpRequest, tab_id: int) -> HttpResponse:
     return back(request, tab, run=str(started.id), view="")  # a new run opens on the Inspector
 
 
-def _run_action(request: HttpRequest, run_id: str, action) -> HttpResponse:
+def _run_action(request: HttpRequest, run_id: UUID, action) -> HttpResponse:
     """Stop or Delete from the Runs panel; a run in the wrong state says why."""
     try:
         action(get_visible(Run.objects, request.user, run_id))
@@ -44,17 +46,17 @@ def _run_action(request: HttpRequest, run_id: str, action) -> HttpResponse:
 
 
 @require_POST
-def run_stop(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_stop(request: HttpRequest, run_id: UUID) -> HttpResponse:
     return _run_action(request, run_id, service.cancel_run)
 
 
 @require_POST
-def run_delete(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_delete(request: HttpRequest, run_id: UUID) -> HttpResponse:
     return _run_action(request, run_id, service.delete_run)
 
 
 @require_POST
-def run_open(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_open(request: HttpRequest, run_id: UUID) -> HttpResponse:
     """Inspect a finished run in its graph's tab (opening one if none shows that graph)."""
     target = get_visible(Run.objects, request.user, run_id)
     tab = visible_to(Tab.objects, request.user).filter(graph=target.graph).first() if target.graph else None
