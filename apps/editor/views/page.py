@@ -70,7 +70,6 @@ def apply_edit(request: HttpRequest, tab_id: int, change, new: str = "", **state
         except StaleEdit as exc:
             messages.error(request, str(exc))
             return back(request, tab)
-        tab.save(update_fields=Tab.HISTORY_FIELDS)
     if new == "select":
         state["node"] = made
     return back(request, tab, **state)

@@ -97,8 +97,7 @@ def _history(request: HttpRequest, tab_id: int, step) -> HttpResponse:
     with transaction.atomic():
         tab = get_tab(request, tab_id, for_update=True)
         try:
-            if step(tab, made_from=posted_revision(request)):
-                tab.save(update_fields=Tab.HISTORY_FIELDS)
+            step(tab, made_from=posted_revision(request))
         except StaleEdit as exc:
             messages.error(request, str(exc))
     return back(request, tab)
