@@ -64,15 +64,9 @@ def plan_run(doc: dict[str, Any]) -> Plan:
     problems: list[str] = []
     warnings: list[str] = []
     planned: dict[str, PlannedNode] = {}
-    feeding: dict[str, list[dict]] = {}   # node -> its incoming data edges, indexed once (linear)
-    starting: dict[str, set[str]] = {}    # node -> the Start nodes triggering it
-    for e in data_edges:
-        feeding.setdefault(e["target"], []).append(e)
-    for e in triggers:
-        starting.setdefault(e["target"], set()).add(e["source"])
     for node_id, node in nodes.items():
         found = problems if node_id in runnable else warnings
-        item = _plan_node(node, nodes, feeding.get(node_id, []), starting.get(node_id, set()), found)
+        item = _plan_node(node, nodes, data_edges, triggers, found)
         if item and node_id in runnable:
             planned[node_id] = item
     order = _topological(planned, problems) if not problems else []
@@ -89,7 +83,7 @@ def _executable_set(nodes, triggers, data_edges) -> set[str]:
     return reached | {e["source"] for e in triggers if e["target"] in reached}
 
 
-def _plan_node(node, nodes, feeding, started_by, problems: list[str]) -> PlannedNode | None:
+def _plan_node(node, nodes, data_edges, triggers, problems: list[str]) -> PlannedNode | None:
     node_id, type_key = node["id"], node["type"]
     cls = resolve(type_key)
     if cls is None:
@@ -100,7 +94,7 @@ def _plan_node(node, nodes, feeding, started_by, problems: list[str]) -> Planned
     problems.extend(f"Node {where}: {p}" for p in param_problems)
 
     inputs: dict[str, tuple[str, str]] = {}
-    for e in feeding:
+    for e in (e for e in data_edges if e["target"] == node_id):
         source = nodes[e["source"]]
         source_cls = resolve(source["type"])
         port = cls.input_port(e["targetHandle"], params)
@@ -123,33 +117,22 @@ def _plan_node(node, nodes, feeding, started_by, problems: list[str]) -> Planned
     for port in cls.input_ports(params):
         if not port.optional and port.name not in inputs:
             problems.append(f"Missing required input '{port.name}' on node {where}")
-    after = {src for src, _ in inputs.values()} | started_by
+    after = {src for src, _ in inputs.values()} | {e["source"] for e in triggers if e["target"] == node_id}
     return PlannedNode(node_id, type_key, node_label(node), cls, params, inputs, frozenset(after))
 
 
 def _topological(planned: dict[str, PlannedNode], problems: list[str]) -> list[str]:
-    """Kahn's order, round by round, each round's ready nodes in document order (n log n);
-    a cycle is a problem."""
-    position = {node_id: k for k, node_id in enumerate(planned)}
-    waiting: dict[str, int] = {}
-    dependents: dict[str, list[str]] = {}
-    for node_id, node in planned.items():
-        before = node.after & planned.keys()
-        waiting[node_id] = len(before)
-        for other in before:
-            dependents.setdefault(other, []).append(node_id)
-    ready = [node_id for node_id, count in waiting.items() if not count]
+    """Kahn's order, keeping document order among ready nodes; a cycle is a problem."""
+    waiting = {i: set(n.after) & planned.keys() for i, n in planned.items()}
     order: list[str] = []
-    while ready:
-        order += ready
-        unblocked = []
-        for node_id in ready:
-            for follower in dependents.get(node_id, ()):
-                waiting[follower] -= 1
-                if not waiting[follower]:
-                    unblocked.append(follower)
-        ready = sorted(unblocked, key=position.__getitem__)
-    if len(order) < len(planned):
-        problems.append("Graph contains a cycle: " + ", ".join(sorted(planned.keys() - set(order))))
-        return []
+    while waiting:
+        ready = [i for i, deps in waiting.items() if not deps]
+        if not ready:
+            problems.append("Graph contains a cycle: " + ", ".join(sorted(waiting)))
+            return []
+        for i in ready:
+            del waiting[i]
+            order.append(i)
+        for deps in waiting.values():
+            deps.difference_update(ready)
     return order
