@@ -185,8 +185,8 @@ def server_usage() -> dict[str, Any]:
     return {**facts, "stores": [
         ("Recorded outputs", f"{runs['runs']} of {runs['max_runs']} runs, "
                              f"{filesizeformat(runs['bytes'])} of {budget(runs['max_bytes'])}"),
-        ("Execution cache", f"{cache['entries']} results in {cache['instances']} caches, "
-                            f"at most {cache['max_entries_each']} each"),
+        ("Execution cache", f"{cache['entries']} results of {cache['scopes']} users, "
+                            f"{filesizeformat(cache['bytes'])} of {filesizeformat(cache['max_bytes'])}"),
         ("Stats cache", f"{stats['entries']} summaries, {filesizeformat(stats['bytes'])} of {budget(stats['max_bytes'])}"),
     ]}
 

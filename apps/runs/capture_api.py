@@ -49,6 +49,10 @@ def captured(request: HttpRequest, run_id: str, node_id: str, port: str) -> tupl
     capture = store_call(store.get, key, node_id, port)
     if capture is None and not store_call(store.has_run, key):
         raise ApiError(404, f"run '{run_id}' {GONE}")
+    if capture is None and store_call(store.refused, key, node_id, port):
+        raise ApiError(404, f"port '{port}' of node '{node_id}' was not kept: run '{run_id}' stopped recording "
+                            "when its outputs grew larger than the capture store's budget "
+                            "(CODEFYUI_RUN_OUTPUT_STORE_MAX_MB)")
     if capture is None:
         raise ApiError(404, f"port '{port}' of node '{node_id}' was not captured in run '{run_id}'. {CAPTURE_HINT}")
     return key, capture

@@ -97,7 +97,7 @@ def run_now(doc: dict[str, Any], options: dict[str, Any], emit: Callable[[ev.Eve
 
 _pool = ThreadPoolExecutor(max_workers=max(1, conf.MAX_CONCURRENT_RUNS), thread_name_prefix="runs")
 _cancels: dict[str, threading.Event] = {}
-_caches: dict[int, engine.ExecutionCache] = {}
+_cache = engine.ExecutionCache()  # one for the server, a scope per user (CODEFYUI_EXECUTION_CACHE_MAX_MB)
 _listeners: list[Callable[[ev.Event], None]] = []
 _lock = threading.Lock()
 
@@ -118,7 +118,7 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
     cancel = threading.Event()
     with _lock:
         _cancels[str(run.id)] = cancel
-        cache = _caches.setdefault(user.pk, engine.ExecutionCache(conf.EXECUTION_CACHE_MAX_ENTRIES))
+    cache = _cache.scope(user.pk)
     engine_options = {**options, "weights_scope": weights_scope or (f"graph-{graph.pk}" if graph else "")}
     transaction.on_commit(lambda: _pool.submit(_execute, run.pk, planned, engine_options, cancel, cache))
     return run
@@ -157,10 +157,16 @@ def delete_run(run: Run) -> None:
 
 
 def mark_interrupted_runs() -> int:
-    """Runs a previous server process left unfinished can never finish: say so."""
-    return Run.objects.filter(status__in=Run.UNFINISHED).update(
-        status=Run.Status.INTERRUPTED, error="The server restarted before this run finished.",
-        finished=timezone.now())
+    """Runs a previous server process left unfinished can never finish: say so, for the run
+    and for each node that was running or queued in it."""
+    runs = list(Run.objects.filter(status__in=Run.UNFINISHED).only("pk", "nodes"))
+    for run in runs:
+        nodes = {node: {**state, "status": "interrupted"} if state.get("status") in ("running", "queued") else state
+                 for node, state in (run.nodes or {}).items()}
+        Run.objects.filter(pk=run.pk, status__in=Run.UNFINISHED).update(
+            status=Run.Status.INTERRUPTED, error="The server restarted before this run finished.",
+            finished=timezone.now(), nodes=nodes)
+    return len(runs)
 
 
 def wait_for(run_id, timeout: float = 30.0) -> Run:
@@ -174,7 +180,7 @@ def wait_for(run_id, timeout: float = 30.0) -> Run:
 
 
 def _execute(run_pk, planned: engine.Plan, options: dict[str, Any], cancel: threading.Event,
-             cache: engine.ExecutionCache) -> None:
+             cache: engine.CacheScope) -> None:
     run_id = str(run_pk)
     recorder = _Recorder(run_pk)
     try:
@@ -240,6 +246,9 @@ class _Recorder:
 
 
 def cache_usage() -> dict[str, int]:
-    with _lock:
-        return {"instances": len(_caches), "entries": sum(len(c) for c in _caches.values()),
-                "max_entries_each": conf.EXECUTION_CACHE_MAX_ENTRIES}
+    """The execution cache's entries, users (scopes) and bytes against its budget."""
+    return _cache.usage()
+
+
+def clear_cache() -> None:
+    _cache.clear()

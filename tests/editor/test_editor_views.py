@@ -233,6 +233,7 @@ def test_this_server_shows_version_counts_and_store_usage(student_client, tab):
     """SP21: This Server shows the version, node and preset counts, and each store's usage, with Refresh."""
     body = page(student_client, tab)
     assert "39 nodes · 0 presets" in body and "Recorded outputs: 0 of 20 runs" in body and ">Refresh</a>" in body
+    assert "Execution cache: 0 results of 0 users, 0\xa0bytes of 1.0\xa0GB" in body
 
 
 def test_closing_a_running_tab_asks_first(student_client, tab, student):

@@ -141,7 +141,7 @@ class RunContext(Protocol):
     verbose: bool          # Verbose internals: record __steps__
 
     def generator(self) -> Any: ...                       # a torch.Generator on CPU, seeded when the run is
-    def check_size(self, elements: int, what: str) -> None: ...  # refuse huge allocations before making them
+    def check_size(self, elements: int, what: str) -> None: ...  # refuse a layer whose weights together are too many
     def log(self, text: str) -> None: ...                 # a line in the run log (Print output)
     def step(self, name: str, description: str = "", tensors: dict | None = None,
              scalars: dict | None = None) -> None: ...    # one row of the __steps__ trace

@@ -1,10 +1,11 @@
 """The execution engine: plans and runs a graph document. It knows nothing of Django."""
-from .cache import ExecutionCache
+from .cache import CacheScope, ExecutionCache
 from .events import Event, summarise
 from .executor import RunOptions, RunOutcome, available_devices, execute, resolve_device
+from .limits import warm_up
 from .weights import WEIGHTS
 from .plan import DRAFT_MESSAGE, DraftGraph, InvalidGraph, Plan, plan_run
 
-__all__ = ["DRAFT_MESSAGE", "DraftGraph", "Event", "ExecutionCache", "InvalidGraph", "Plan",
+__all__ = ["CacheScope", "DRAFT_MESSAGE", "DraftGraph", "Event", "ExecutionCache", "InvalidGraph", "Plan",
            "RunOptions", "RunOutcome", "WEIGHTS", "available_devices", "execute", "plan_run", "resolve_device",
-           "summarise"]
+           "summarise", "warm_up"]
