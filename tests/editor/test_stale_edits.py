@@ -157,6 +157,12 @@ def test_a_form_from_before_the_kept_log_is_refused(student_client, tab):
     assert STALE_HTML in post(student_client, tab, "nodes/softmax/params", tab.revision + 5, {"dim": "1"})
 
 
+def test_a_revision_that_is_not_a_number_is_not_checked(student_client, tab):
+    for junk in ("²", "-1", "abc", ""):
+        post(student_client, tab, "nodes/softmax/params", junk, {"dim": "1"})
+    assert node(tab, "softmax")["data"]["params"]["dim"] == 1 and tab.revision == 1
+
+
 def test_the_changed_paths_name_each_field():
     old = {"nodes": [{"id": "a", "type": "T", "position": {"x": 0}, "data": {"params": {"p": 1, "q": 2}}},
                      {"id": "b", "type": "T", "position": {"x": 0}, "data": {}}],

@@ -29,7 +29,7 @@ def get_tab(request: HttpRequest, tab_id, for_update: bool = False) -> Tab:
 def posted_revision(request: HttpRequest) -> int | None:
     """The revision of the document the form was made from (its ``_revision`` field), if any."""
     value = request.POST.get("_revision", "")
-    return int(value) if value.isdigit() else None
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def posted_tab(request: HttpRequest) -> Tab | None:
