@@ -52,3 +52,7 @@ LOGIN_LOCKOUT_MINUTES = _int("CODEFYUI_LOGIN_LOCKOUT_MINUTES", 15)
 
 # First administrator created by `make run` when none exists (else a generated password is printed).
 ADMIN_PASSWORD = os.environ.get("CODEFYUI_ADMIN_PASSWORD", "")
+
+# Each editor tab's Undo / Redo history: at most this many MiB of (compressed) steps each; the
+# oldest steps go first (also past 50 steps).
+UNDO_MAX_MB = _int("CODEFYUI_UNDO_MAX_MB", 8)

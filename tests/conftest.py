@@ -2,6 +2,7 @@
 a throwaway PostgreSQL cluster for the tests that need a real server database."""
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -65,13 +66,13 @@ def student_client(client, student):
 @pytest.fixture(scope="session")
 def postgres_url():
     """A throwaway PostgreSQL cluster on a free loopback port, started with the machine's
-    binaries (initdb, pg_ctl on the PATH; CI has them) and removed at the end: a database
+    binaries (Debian's /usr/lib/postgresql/*/bin, else the PATH; CI has them) and removed at the end: a database
     several server processes can share, as a school's would. As root (containers, CI) the
     cluster runs as the postgres user, since PostgreSQL refuses to run as root."""
-    pg_ctl = shutil.which("pg_ctl")
-    if pg_ctl is None:
-        pytest.fail("PostgreSQL's initdb and pg_ctl are not on the PATH (apt-get install postgresql)")
-    bindir = Path(os.path.realpath(pg_ctl)).parent
+    installed = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl")) or [shutil.which("pg_ctl") or ""]
+    if not installed[-1]:
+        pytest.fail("PostgreSQL's initdb and pg_ctl are not installed (apt-get install postgresql)")
+    bindir = Path(os.path.realpath(installed[-1])).parent
     as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     home = Path(tempfile.mkdtemp(prefix="codefyui-pg-"))
     data = home / "data"

@@ -22,7 +22,7 @@ from codefyui.access import canonical_uuid, find_visible, visible_to
 
 from . import palette, workspace
 from .canvas import layout
-from .models import Tab
+from .models import HistoryStep, Tab
 from .prefs import Prefs
 from .state import NODE_VIEW, PageState
 
@@ -33,7 +33,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     prefs = Prefs.from_request(request)
     run = inspected_run(request, tab)
     context: dict[str, Any] = {
-        "tab": tab, "tabs": visible_to(Tab.objects, request.user).select_related("last_run"), "prefs": prefs,
+        "tab": tab, "tabs": visible_to(Tab.objects, request.user).select_related("last_run").defer("document"), "prefs": prefs,
         "run": run, "server": server_usage(), "devices": device_choices(prefs),
         "state": PageState.of(request).but(node="", run=str(run.id) if run else "", inside=""),
         "confirm_close": request.GET.get("confirm_close") == "1",
@@ -70,7 +70,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         selected=node_panel(doc, selected) if selected and not block else None,
         categories=palette.categories(prefs.category_mode),
         query=query, search=palette.quick_search(query) if "q" in request.GET else None,
-        settings=document.run_settings(doc), can_undo=bool(tab.undo_stack), can_redo=bool(tab.redo_stack),
+        settings=document.run_settings(doc), can_undo=tab.can(HistoryStep.UNDO), can_redo=tab.can(HistoryStep.REDO),
         run_live=run is not None and not run.is_finished,
         kept_weights=service.kept_weights(tab.weights_scope),
     )

@@ -49,10 +49,8 @@ class PageState:
     def query(self, **changes: str) -> str:
         """The query string of this state, changed as given; a change naming no field of the
         state (``pane``, ``key``, ``runs``, ...) is added after it. Empty values drop out."""
-        fields = {f.name for f in dataclasses.fields(self)}
-        state = self.but(**{k: v for k, v in changes.items() if k in fields})
-        pairs = [(k, v) for k, v in dataclasses.asdict(state).items() if v]
-        pairs += [(k, v) for k, v in changes.items() if k not in fields and v not in ("", None)]
+        pairs = [(k, v) for k in FIELDS if (v := changes.get(k, getattr(self, k)))]
+        pairs += [(k, v) for k, v in changes.items() if k not in FIELDS and v not in ("", None)]
         return urlencode(pairs)
 
     def url(self, path: str, **changes: str) -> str:
@@ -62,7 +60,10 @@ class PageState:
 
     def items(self) -> list[tuple[str, str]]:
         """The fields that are set, as (name, value): a GET form's hidden inputs."""
-        return [(k, v) for k, v in dataclasses.asdict(self).items() if v]
+        return [(k, v) for k in FIELDS if (v := getattr(self, k))]
 
     def __str__(self) -> str:  # what a form's hidden _state field holds
         return self.query()
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(PageState))  # read by every URL a page builds

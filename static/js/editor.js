@@ -15,7 +15,8 @@
   function csrf() { var t = document.querySelector("[name=csrfmiddlewaretoken]"); return t ? t.value : ""; }
 
   function post(url, values) {
-    values = Object.assign({ csrfmiddlewaretoken: csrf(), _state: editor().dataset.state || "" }, values);
+    values = Object.assign({ csrfmiddlewaretoken: csrf(), _state: editor().dataset.state || "",
+                           _revision: editor().dataset.revision || "" }, values);
     return htmx.ajax("POST", url, { target: "#editor", swap: "outerHTML", values: values });
   }
   function refresh() {  // re-render the editor as it stands (its state kept)

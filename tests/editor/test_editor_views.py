@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from apps.editor.models import Tab
+from apps.editor.models import HistoryStep, Tab
 from apps.editor.prefs import COOKIE
 from apps.graphs.models import Graph
 from apps.runs import service
@@ -54,7 +54,7 @@ def test_adding_a_node_selects_it_and_is_one_undo_step(student_client, tab):
     response = student_client.post(url(tab, "nodes/add"), {"type": "Softmax", "x": "300", "y": "300"})
     assert response.url == url(tab) + "?node=softmax-1"
     tab.refresh_from_db()
-    assert len(tab.document["nodes"]) == 6 and len(tab.undo_stack) == 1
+    assert len(tab.document["nodes"]) == 6 and tab.history.count() == 1
     student_client.post(url(tab, "undo"))
     tab.refresh_from_db()
     assert len(tab.document["nodes"]) == 5
@@ -76,14 +76,14 @@ def test_undo_keeps_at_least_50_steps(student_client, tab):
     for i in range(55):
         student_client.post(url(tab, "nodes/reshape/move"), {"x": str(i * 10), "y": "0"})
     tab.refresh_from_db()
-    assert len(tab.undo_stack) == 50
+    assert tab.history.filter(kind=HistoryStep.UNDO).count() == 50
 
 
 def test_a_bad_param_says_why_and_saves_nothing(student_client, tab):
     body = student_client.post(url(tab, "nodes/input/params"), {"seed": "soon", "_node": "input"}, follow=True).content.decode()
     assert "&#x27;seed&#x27; must be a number" in body
     tab.refresh_from_db()
-    assert "seed" not in tab.document["nodes"][1]["data"]["params"] and tab.undo_stack == []
+    assert "seed" not in tab.document["nodes"][1]["data"]["params"] and not tab.can(HistoryStep.UNDO)
 
 
 def test_an_unchecked_bool_param_turns_off(student_client, tab):

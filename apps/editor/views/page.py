@@ -5,6 +5,7 @@ without JavaScript."""
 from __future__ import annotations
 
 from django.contrib import messages
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -14,13 +15,21 @@ from apps.graphs import document, edits
 from codefyui.access import get_visible, visible_to
 
 from ..context import editor_context
-from ..models import Tab
+from ..models import STALE_EDIT, StaleEdit, Tab
 from ..state import PageState
 
 
-def get_tab(request: HttpRequest, tab_id) -> Tab:
-    """The user's tab with its undo history (for editing), or 404."""
-    return get_visible(Tab.objects.with_history(), request.user, tab_id)
+def get_tab(request: HttpRequest, tab_id, for_update: bool = False) -> Tab:
+    """The user's tab with its undo history (for editing), or 404. ``for_update`` locks its
+    row until the transaction ends, so two server processes edit it one after the other."""
+    tabs = Tab.objects.with_history()
+    return get_visible(tabs.select_for_update() if for_update else tabs, request.user, tab_id)
+
+
+def posted_revision(request: HttpRequest) -> int | None:
+    """The revision of the document the form was made from (its ``_revision`` field), if any."""
+    value = request.POST.get("_revision", "")
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def posted_tab(request: HttpRequest) -> Tab | None:
@@ -43,22 +52,29 @@ def back(request: HttpRequest, tab: Tab | None, **changes) -> HttpResponse:
 
 def apply_edit(request: HttpRequest, tab_id: int, change, new: str = "", **state) -> HttpResponse:
     """Apply one edit as one undo step; a refused edit (or one that grows the graph past its
-    limits) says why and changes nothing. A change may return (document, id of what it
-    made): ``new="select"`` selects that node, ``new="activate"`` makes that segment the
-    active one."""
-    tab = get_tab(request, tab_id)
-    try:
-        result = change(tab.document)
-        doc, made = result if isinstance(result, tuple) else (result, None)
-        document.check_limits(doc, before=tab.document)
-    except edits.EditError as exc:
-        messages.error(request, str(exc))
-        return back(request, tab)
-    except document.DocumentError as exc:
-        messages.error(request, " ".join(exc.problems))
-        return back(request, tab)
-    tab.apply(doc, made if new == "activate" else None)
-    tab.save(update_fields=Tab.HISTORY_FIELDS)
+    limits) says why and changes nothing.
+    A change may return (document, id of what it made): ``new="select"`` selects that node,
+    ``new="activate"`` makes that segment the active one. An edit from an older revision is
+    applied when it touches nothing changed since; otherwise, or when it no longer applies
+    at all (its node was deleted), it is refused as stale."""
+    made_from = posted_revision(request)
+    with transaction.atomic():
+        tab = get_tab(request, tab_id, for_update=True)
+        try:
+            result = change(tab.document)
+            doc, made = result if isinstance(result, tuple) else (result, None)
+            document.check_limits(doc, before=tab.document)
+            tab.apply(doc, made if new == "activate" else None, made_from=made_from)
+        except edits.EditError as exc:
+            stale = made_from is not None and made_from != tab.revision
+            messages.error(request, STALE_EDIT if stale else str(exc))
+            return back(request, tab)
+        except StaleEdit as exc:
+            messages.error(request, str(exc))
+            return back(request, tab)
+        except document.DocumentError as exc:
+            messages.error(request, " ".join(exc.problems))
+            return back(request, tab)
     if new == "select":
         state["node"] = made
     return back(request, tab, **state)

@@ -10,7 +10,6 @@ from apps.graphs import document, edits
 from apps.runs import service
 
 from .. import workspace
-from ..models import Tab
 from ..prefs import Prefs
 from .page import apply_edit, back, get_tab
 
@@ -34,9 +33,9 @@ def prefs(request: HttpRequest) -> HttpResponse:
     tab_id = request.POST.get("_tab")
     tab = get_tab(request, tab_id) if tab_id else None
     if new.grid_snap and not old.grid_snap and tab is not None:  # turning it on snaps what is there
-        tab.apply(edits.snap_all(tab.document))
-        tab.save(update_fields=Tab.HISTORY_FIELDS)
-    response = back(request, tab)
+        response = apply_edit(request, tab_id, edits.snap_all)
+    else:
+        response = back(request, tab)
     new.save(response)
     return response
 

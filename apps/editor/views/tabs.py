@@ -3,6 +3,7 @@ the workspace file."""
 from __future__ import annotations
 
 from django.contrib import messages
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -12,8 +13,8 @@ from apps.graphs.models import Graph
 from codefyui.access import get_visible
 
 from .. import workspace
-from ..models import Tab
-from .page import back, get_tab
+from ..models import StaleEdit, Tab
+from .page import back, get_tab, posted_revision
 
 
 @require_POST
@@ -92,9 +93,13 @@ def tab_save(request: HttpRequest, tab_id: int) -> HttpResponse:
 
 
 def _history(request: HttpRequest, tab_id: int, step) -> HttpResponse:
-    tab = get_tab(request, tab_id)
-    if step(tab):
-        tab.save(update_fields=Tab.HISTORY_FIELDS)
+    """Undo or Redo; from an older revision only if it touches nothing changed since."""
+    with transaction.atomic():
+        tab = get_tab(request, tab_id, for_update=True)
+        try:
+            step(tab, made_from=posted_revision(request))
+        except StaleEdit as exc:
+            messages.error(request, str(exc))
     return back(request, tab)
 
 
