@@ -24,7 +24,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.urls.resolvers import RegexPattern, RoutePattern
 from django.utils.regex_helper import normalize
 
-from apps.editor.models import Tab
+from apps.editor.models import HistoryStep, Tab
 from apps.graphs import document
 from apps.graphs.models import Graph
 from apps.runs.models import Run
@@ -99,8 +99,9 @@ def snapshot(owner, store, run) -> dict:
     """What must not change: every object of the first student, and their capture."""
     return {
         "graphs": list(Graph.objects.filter(owner=owner).values("pk", "name", "document")),
-        "tabs": list(Tab.objects.with_history().filter(owner=owner).values(
-            "pk", "title", "document", "undo_stack", "redo_stack", "active_segment", "last_run")),
+        "tabs": list(Tab.objects.filter(owner=owner).values(
+            "pk", "title", "document", "revision", "active_segment", "last_run")),
+        "history": list(HistoryStep.objects.filter(tab__owner=owner).values("pk", "kind", "snapshot")),
         "runs": list(Run.objects.filter(owner=owner).values("pk", "status", "graph_name", "nodes", "log")),
         "capture": store.get(str(run.pk), "softmax", "output") is not None,
     }
