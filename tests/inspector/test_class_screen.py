@@ -27,7 +27,7 @@ def test_the_right_hand_column_opens_on_the_node_before_a_run_and_on_the_inspect
 def test_after_a_run_every_edge_shows_its_shape_and_every_card_a_picture(student_client, tab, finished):
     """Item 16: the shape that crossed each edge, and a server-drawn picture of each output."""
     body = page(student_client, tab, f"run={finished.pk}")
-    shapes = re.findall(r'<span class="edge-shape"[^>]*>([^<]+)</span>', body)
+    shapes = re.findall(r'<span class="edge-shape[^"]*"[^>]*>([^<]+)</span>', body)
     assert sorted(shapes) == sorted(["[1, 4, 4]", "[1, 16]", "[1, 16]"])
     titles = re.findall(r'<svg class="card-picture"[^>]*aria-label="([^"]+)"', body)
     assert len(titles) == 4  # TensorInput, Reshape, Softmax, Print (Start has no data output)
