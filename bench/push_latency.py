@@ -64,9 +64,7 @@ async def measure() -> list[float]:
     assert (await communicator.connect())[0]
     await communicator.receive_from(timeout=5)  # catch-up
     doc = chain()
-    worker = threading.Thread(target=service._execute, args=(run.pk, service.plan(doc), service.run_options(doc),
-                                                           threading.Event(), ExecutionCache()))
-    worker.start()
+    await database_sync_to_async(service._enqueue)(run, service.plan(doc), service.run_options(doc))
     arrived: dict[str, float] = {}
     while len(arrived) < NODES - 1:
         message = await communicator.receive_from(timeout=30)

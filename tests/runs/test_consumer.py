@@ -3,7 +3,6 @@ a (re)connect first catches up on everything so far."""
 from __future__ import annotations
 
 import asyncio
-import threading
 
 import pytest
 from channels.db import database_sync_to_async
@@ -12,7 +11,6 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
 from apps.runs import service
-from apps.runs.engine import ExecutionCache
 from apps.runs.models import Run
 from codefyui.routing import websocket_urlpatterns
 
@@ -52,7 +50,7 @@ async def test_the_owner_receives_every_node_as_it_finishes(student, walkthrough
     # Start the real run under the id the socket watches.
     planned = service.plan(walkthrough)
     options = service.run_options(walkthrough)
-    threading.Thread(target=service._execute, args=(run.pk, planned, options, threading.Event(), ExecutionCache())).start()
+    await database_sync_to_async(service._enqueue)(run, planned, options)
     seen = await receive_until(communicator, "Run succeeded")
     for node in ("start", "input", "reshape", "softmax", "print"):
         assert f'id="badge-{node}" class="badge badge-completed" hx-swap-oob="true" role="status">Completed<' in seen
