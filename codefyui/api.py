@@ -41,8 +41,7 @@ def _token_user(request: HttpRequest):
     header = request.headers.get("Authorization", "")
     if not header.startswith("Bearer "):
         return None
-    token = ApiToken.objects.select_related("user").filter(digest=ApiToken.hash(header[7:].strip())).first()
-    return token.user if token and token.user.is_active else None
+    return ApiToken.user_for(header[7:].strip())
 
 
 def api(*methods: str) -> Callable:

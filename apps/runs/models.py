@@ -60,6 +60,12 @@ class ApiToken(models.Model):
         return hashlib.sha256(token.encode()).hexdigest()
 
     @classmethod
+    def user_for(cls, token: str):
+        """The active user this token belongs to, or None."""
+        found = cls.objects.select_related("user").filter(digest=cls.hash(token)).first()
+        return found.user if found and found.user.is_active else None
+
+    @classmethod
     def issue(cls, user) -> str:
         """A new token for the user, replacing any earlier one; returned once, never stored."""
         token = secrets.token_urlsafe(32)

@@ -451,10 +451,9 @@ class WorkerPool:
                 pass
 
     def _watch(self) -> None:
-        limit = self.memory_max_mb * 2**20
         while not self._closing:
             time.sleep(WATCH_S)
-            now = time.monotonic()
+            now, limit = time.monotonic(), self.memory_max_mb * 2**20
             with self._lock:
                 busy = [(w, w.assignment) for w in self._workers if w.assignment is not None and w.ending is None]
             for worker, assignment in busy:
