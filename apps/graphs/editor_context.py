@@ -210,4 +210,7 @@ def runs_panel(request) -> dict[str, Any]:
     runs = visible_to(Run.objects, request.user)
     if wanted != "all":
         runs = runs.filter(status=wanted)
-    return {"runs_filter": wanted, "run_filters": RUN_FILTERS, "runs": runs[:50]}
+    runs = list(runs[:50])
+    for run in runs:  # "2nd in the queue"
+        run.queue_place = service.queue_place(run) if run.status == Run.Status.QUEUED else None
+    return {"runs_filter": wanted, "run_filters": RUN_FILTERS, "runs": runs}

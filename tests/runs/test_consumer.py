@@ -102,3 +102,25 @@ async def test_a_block_shows_the_rolled_up_status_of_its_inside(student):
     snapshot = await communicator.receive_from(timeout=5)
     assert 'id="badge-block-1" class="badge badge-running"' in snapshot and "badge-block-1/a" not in snapshot
     await communicator.disconnect()
+
+
+def token_socket(path, headers=()):
+    from codefyui.routing import websocket_application
+    return WebsocketCommunicator(websocket_application(), path, headers=list(headers))
+
+
+async def test_a_script_with_an_api_token_may_watch_its_own_run(student, stranger):
+    """The socket accepts the API token as a Bearer header or a token query parameter, without an Origin."""
+    from apps.runs.models import ApiToken
+    run = await database_sync_to_async(Run.objects.create)(owner=student, status=Run.Status.SUCCEEDED)
+    token = await database_sync_to_async(ApiToken.issue)(student)
+    strangers = await database_sync_to_async(ApiToken.issue)(stranger)
+    for communicator in (token_socket(f"/ws/runs/{run.pk}/", [(b"authorization", f"Bearer {token}".encode())]),
+                         token_socket(f"/ws/runs/{run.pk}/?token={token}")):
+        connected, _ = await communicator.connect()
+        assert connected
+        assert "Run succeeded" in await communicator.receive_from(timeout=5)
+        await communicator.disconnect()
+    for wrong in ("nope", strangers):
+        connected, code = await token_socket(f"/ws/runs/{run.pk}/?token={wrong}").connect()
+        assert not connected and code == 4404

@@ -107,7 +107,7 @@ def test_a_worker_killed_from_outside_fails_only_its_run(ready, student, strange
 
 
 def test_runs_are_taken_round_robin_across_students_and_each_may_queue_three(ready, student, stranger, tmp_path,
-                                                                             monkeypatch):
+                                                                             monkeypatch, client):
     monkeypatch.setattr(conf, "MAX_CONCURRENT_RUNS", 1)
     first = start(student, graph("test:Hold", path=str(tmp_path / "first")))
     started_in(tmp_path / "first")
@@ -115,6 +115,8 @@ def test_runs_are_taken_round_robin_across_students_and_each_may_queue_three(rea
     release(tmp_path / "tiny")
     queued = [start(student, tiny), start(student, tiny), start(stranger, tiny), start(student, tiny)]
     assert [service.queue_place(r) for r in queued] == [1, 3, 2, 4]
+    client.force_login(stranger)
+    assert "Queued (2nd in the queue)" in client.get("/editor/").content.decode()  # the Runs panel
     with pytest.raises(service.RunRefused) as refused:
         start(student, tiny)
     assert refused.value.problems == [
