@@ -124,6 +124,7 @@ def run_cancel(request: HttpRequest, run_id: str) -> HttpResponse:
 def health(request: HttpRequest) -> HttpResponse:
     return json_response({
         "status": "ok", "version": codefyui.__version__, "nodes": len(palette.catalogue()), "presets": 0,
+        "run_workers": service.worker_usage(),
         "stores": {"run_output_store": get_store().usage(), "execution_cache": service.cache_usage(),
                    "stats_cache": get_stats_cache().usage()},
     })

@@ -424,6 +424,14 @@ class _Flusher:
 _flusher = _Flusher()
 
 
+def worker_usage() -> dict[str, int]:
+    """Run workers kept started, how many are idle, runs computing and runs queued."""
+    with _runs.lock:
+        executor = _runs.executor
+        return {"workers": len(executor.pids()) if isinstance(executor, workers.WorkerPool) else 0,
+                "idle": executor.free(), "computing": _runs.computing, "queued": len(_runs.queue)}
+
+
 def cache_usage() -> dict[str, int]:
     with _lock:
         return {"instances": len(_caches), "entries": sum(len(c) for c in _caches.values()),

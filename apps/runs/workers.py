@@ -4,10 +4,10 @@ A worker is a separate process (multiprocessing's spawn start method) that runs 
 a time with its own torch global state, so a seeded or deterministic run changes nothing
 for anyone else. It is a pure executor: a Job goes in (the plan, the run options, the
 cached outputs the server found for it, the tab's kept layers); events, captures, new cache
-entries and the layers the run ended with come out, in that order, over one pipe. What
-lasts between runs stays in the server (capture store, execution cache, kept weights), so a
-replaced worker loses nothing but the run it held. Tensors cross by shared memory
-(torch.multiprocessing's reductions), never as pickled bytes. Node classes cross by
+entries and the layers the run ended with come out, in that order, over one Unix socket
+(wire.py). What lasts between runs stays in the server (capture store, execution cache,
+kept weights), so a replaced worker loses nothing but the run it held. Tensors cross by
+shared memory, never as pickled bytes. Node classes cross by
 reference (module and name): a worker imports the module that defines a planned node, so a
 node module that imports no Django runs in workers without anything more.
 
@@ -24,6 +24,7 @@ import logging
 import os
 import queue
 import signal
+import socket
 import threading
 import time
 import traceback
@@ -38,6 +39,7 @@ from .engine import events as ev
 from .engine.plan import Plan
 from .engine.weights import WEIGHTS
 from .store import CaptureStore, freeze
+from .wire import Wire
 
 log = logging.getLogger("codefyui.workers")
 
@@ -142,22 +144,21 @@ def _still_computing() -> bool:
     return False
 
 
-def worker_main(jobs, results, threads: int) -> None:
+def worker_main(sock: socket.socket, threads: int) -> None:
     """A worker process: take jobs one at a time until the server goes away."""
     torch.set_num_threads(threads)
+    wire = Wire(sock)
     lock = threading.Lock()
-    outbox = threading.Lock()
     current: dict[str, Any] = {"run_id": None, "cancel": None}
     incoming: queue.SimpleQueue = queue.SimpleQueue()
 
     def send(*message) -> None:
-        with outbox:
-            results.send(message)
+        wire.send(message)
 
     def listen() -> None:
         while True:
             try:
-                message = jobs.recv()
+                message = wire.recv()
             except (EOFError, OSError):
                 os._exit(0)  # the server is gone: nothing is left to run for
             if message[0] == "run":
@@ -302,17 +303,15 @@ class InProcessExecutor:
 
 
 class _Worker:
-    def __init__(self, process, jobs, results):
-        self.process, self.jobs, self.results = process, jobs, results
-        self.send_lock = threading.Lock()
+    def __init__(self, process, wire: Wire):
+        self.process, self.wire = process, wire
         self.ready = False
         self.retiring = False
         self.assignment: Assignment | None = None
         self.ending: tuple[str, str] | None = None   # (terminal kind, reason) when the server ends it
 
     def send(self, *message) -> None:
-        with self.send_lock:
-            self.jobs.send(message)
+        self.wire.send(message)
 
     def rss(self) -> int:
         try:
@@ -386,14 +385,11 @@ class WorkerPool:
             worker.process.join(5)
 
     def _spawn(self) -> None:
-        jobs_out, jobs_in = self._ctx.Pipe(duplex=False)
-        results_out, results_in = self._ctx.Pipe(duplex=False)
-        process = self._ctx.Process(target=worker_main, args=(jobs_out, results_in, self.threads),
-                                    name="codefyui-run-worker")
+        ours, theirs = socket.socketpair()
+        process = self._ctx.Process(target=worker_main, args=(theirs, self.threads), name="codefyui-run-worker")
         process.start()
-        jobs_out.close()     # the server keeps only its own ends, so it sees EOF when a worker ends
-        results_in.close()
-        worker = _Worker(process, jobs_in, results_out)
+        theirs.close()     # the server keeps only its own end, so it sees EOF when a worker ends
+        worker = _Worker(process, Wire(ours))
         with self._lock:
             self._workers.append(worker)
         threading.Thread(target=self._serve, args=(worker,), daemon=True, name=f"run-worker-{process.pid}").start()
@@ -402,7 +398,7 @@ class WorkerPool:
         """Everything one worker sends, until it ends; then fail what it held and replace it."""
         while True:
             try:
-                message = worker.results.recv()
+                message = worker.wire.recv()
             except (EOFError, OSError):
                 break
             except Exception:  # e.g. a capture whose shared memory went with its ended worker
@@ -428,6 +424,7 @@ class WorkerPool:
                 except Exception:
                     log.exception("run %s: could not take in a %s message", worker.assignment.run_id, kind)
         worker.process.join(5)
+        worker.wire.close()
         with self._lock:
             assignment, worker.assignment = worker.assignment, None
             self._workers.remove(worker)
