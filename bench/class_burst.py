@@ -71,15 +71,15 @@ class Client:
         length = next(int(h.split(":", 1)[1]) for h in head if h.lower().startswith("content-length:"))
         return int(head[0].split()[1]), json.loads(await self.reader.readexactly(length))
 
-    async def run(self, doc: dict, options: dict) -> tuple[float, str]:
-        """Submit, then wait for the end: (seconds from submit to terminal status, status)."""
+    async def run(self, doc: dict, options: dict) -> tuple[float, dict]:
+        """Submit, then wait for the end: (seconds from submit to terminal status, the run)."""
         started = time.perf_counter()
         status, body = await self.call("POST", "/api/runs", json.dumps({"graph": doc, "options": options}).encode())
         assert status == 202, (status, body)
         while True:
             _, run = await self.call("GET", f"/api/runs/{body['run_id']}?wait=30")
             if run["status"] not in ("queued", "running"):
-                return time.perf_counter() - started, run["status"]
+                return time.perf_counter() - started, run
 
     def close(self) -> None:
         self.writer.close()
@@ -95,7 +95,7 @@ def start_server(var: Path, env: dict) -> tuple[subprocess.Popen, int]:
     if os.environ.get("BENCH_PYSPY"):  # e.g. BENCH_PYSPY=/path/to/py-spy: collapsed stacks of the server process
         stacks = var / "server.txt"
         subprocess.Popen([os.environ["BENCH_PYSPY"], "record", "-f", "raw", "-o", str(stacks), "-r", "250",
-                          "--threads", "-p", str(server.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                          "--threads", "--gil", "-p", str(server.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         print(f"py-spy writes {stacks} (collapsed stacks)")
     return server, port
 
@@ -136,7 +136,7 @@ async def burst(port: int, tokens: list[str], doc: dict, options: dict) -> list[
     results = await asyncio.gather(*(c.run(doc, options) for c in clients))
     for c in clients:
         c.close()
-    bad = [status for _, status in results if status != "succeeded"]
+    bad = [run["error"] for _, run in results if run["status"] != "succeeded"]
     assert not bad, bad
     return [seconds for seconds, _ in results]
 

@@ -62,8 +62,11 @@ class ApiToken(models.Model):
     @classmethod
     def user_for(cls, token: str):
         """The active user this token belongs to, or None."""
-        found = cls.objects.select_related("user").filter(digest=cls.hash(token)).first()
-        return found.user if found and found.user.is_active else None
+        try:
+            found = cls.objects.select_related("user").get(digest=cls.hash(token))
+        except cls.DoesNotExist:
+            return None
+        return found.user if found.user.is_active else None
 
     @classmethod
     def issue(cls, user) -> str:

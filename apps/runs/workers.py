@@ -49,6 +49,7 @@ STOPPED = "Execution cancelled"
 GRACE_S = 0.5     # how long a stopped node may take to return before its worker is ended
 WATCH_S = 0.05    # how often the watcher reads the busy workers' memory and clocks
 PAGE = os.sysconf("SC_PAGE_SIZE")
+NICE = 10         # the workers' CPU priority below the server's
 
 
 @dataclass
@@ -145,7 +146,9 @@ def _still_computing() -> bool:
 
 
 def worker_main(sock: socket.socket, threads: int) -> None:
-    """A worker process: take jobs one at a time until the server goes away."""
+    """A worker process: take jobs one at a time until the server goes away. It computes at a
+    lower CPU priority than the server, so page requests come first on a busy machine."""
+    os.nice(NICE)
     torch.set_num_threads(threads)
     wire = Wire(sock)
     lock = threading.Lock()
