@@ -41,7 +41,7 @@ from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from apps.graphs import document  # noqa: E402
-from apps.graphs.models import Tab  # noqa: E402
+from apps.editor.models import Tab  # noqa: E402
 from apps.runs.models import Run  # noqa: E402
 from apps.runs.store import get_store  # noqa: E402
 
@@ -148,7 +148,7 @@ def served() -> tuple[list[float], list[float], list[float]]:
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
     from django.contrib.sessions.backends.db import SessionStore
 
-    from apps.runs.models import ApiToken
+    from apps.accounts.models import ApiToken
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

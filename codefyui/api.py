@@ -6,12 +6,11 @@ import functools
 from typing import Any, Callable
 
 import orjson
+from django.contrib.auth import authenticate
 from django.contrib.auth.decorators import login_not_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
-
-from apps.runs.models import ApiToken
 
 
 class ApiError(Exception):
@@ -41,7 +40,7 @@ def _token_user(request: HttpRequest):
     header = request.headers.get("Authorization", "")
     if not header.startswith("Bearer "):
         return None
-    return ApiToken.user_for(header[7:].strip())
+    return authenticate(request, api_token=header[7:].strip())  # apps.accounts.backends
 
 
 def api(*methods: str) -> Callable:

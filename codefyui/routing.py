@@ -8,11 +8,11 @@ from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
+from django.contrib.auth import authenticate
 from django.contrib.auth.models import AnonymousUser
 from django.urls import path
 
 from apps.runs.consumers import RunConsumer
-from apps.runs.models import ApiToken
 
 websocket_urlpatterns = [
     path("ws/runs/<str:run_id>/", RunConsumer.as_asgi()),
@@ -35,7 +35,7 @@ class TokenOrSession:
         token = socket_token(scope)
         if token is None:
             return await self.with_session(scope, receive, send)
-        user = await database_sync_to_async(ApiToken.user_for)(token)
+        user = await database_sync_to_async(authenticate)(None, api_token=token)  # apps.accounts.backends
         return await self.with_token({**scope, "user": user or AnonymousUser()}, receive, send)
 
 

@@ -41,10 +41,12 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
+    "apps.accounts",
     "apps.graphs",
     "apps.runs",
-    "apps.inspector",
     "apps.stats",
+    "apps.inspector",
+    "apps.editor",
 ]
 
 MIDDLEWARE = [
@@ -106,8 +108,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "apps.accounts.backends.ApiTokenBackend",  # Authorization: Bearer <token> on the JSON API
+]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "editor"
+LOGIN_REDIRECT_URL = "editor:index"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en"

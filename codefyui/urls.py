@@ -1,25 +1,31 @@
+"""URL wiring: the only place the project package names the apps' views."""
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from apps.editor import api as editor_api
+from apps.editor.views import home
 from apps.graphs import api as graphs_api
-from apps.graphs import views as graphs_views
 from apps.runs import api as runs_api
 
+# The JSON API, named in the ``api`` namespace (``api:run``).
+api_patterns = [
+    path("graphs", graphs_api.graphs, name="graphs"),
+    path("graphs/<int:pk>", graphs_api.graph_detail, name="graph"),
+    path("runs", runs_api.runs, name="runs"),
+    path("runs/<str:run_id>", runs_api.run_detail, name="run"),
+    path("runs/<str:run_id>/cancel", runs_api.run_cancel, name="run-cancel"),
+    path("health", editor_api.health, name="health"),
+    path("execution/outputs/", include("apps.inspector.api_urls")),
+    path("execution/outputs/", include("apps.stats.urls")),
+]
+
 urlpatterns = [
-    path("", graphs_views.home, name="home"),
-    path("graphs/import", graphs_views.import_graph, name="import-graph"),
+    path("", home.home, name="home"),
+    path("graphs/import", home.import_graph, name="import-graph"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("editor/", include("apps.graphs.urls")),
-    path("editor/", include("apps.inspector.urls")),
-    path("api/graphs", graphs_api.graphs, name="api-graphs"),
-    path("api/graphs/<int:pk>", graphs_api.graph_detail, name="api-graph"),
-    path("api/runs", runs_api.runs, name="api-runs"),
-    path("api/runs/<str:run_id>", runs_api.run_detail, name="api-run"),
-    path("api/runs/<str:run_id>/cancel", runs_api.run_cancel, name="api-run-cancel"),
-    path("api/health", runs_api.health, name="api-health"),
-    path("api/execution/outputs/", include("apps.inspector.api_urls")),
-    path("api/execution/outputs/", include("apps.stats.urls")),
+    path("editor/", include("apps.editor.urls")),
+    path("api/", include((api_patterns, "api"))),
 ]

@@ -8,43 +8,23 @@ from typing import Any
 import torch
 from django.http import Http404, HttpRequest, HttpResponse
 
-from apps.runs.models import Run
-from apps.runs.store import Capture, StoreUnreachable, get_store
-from codefyui.access import get_visible
+from apps.runs.capture_api import GONE, captured, port_from_query, store_call, visible_run
+from apps.runs.store import get_store
 from codefyui.api import ApiError, api, json_response
-
-from .capture_state import UNREACHABLE
 
 DEFAULT_MAX_ELEMENTS, MAX_ELEMENTS_CAP = 4096, 1_000_000
 TEXT_LIMIT = 4000
-CAPTURE_HINT = ("Turn on Record node outputs (Settings → Recording & Inspection) "
-                "and re-run the graph to capture port data.")
-GONE = f"is no longer held by the server (evicted, deleted, or the server restarted). {CAPTURE_HINT}"
-
-
-def _run(request: HttpRequest, run_id: str) -> Run:
-    try:
-        return get_visible(Run.objects, request.user, run_id)
-    except Http404:
-        raise ApiError(404, f"run '{run_id}' not found") from None
-
-
-def _store_call(fn, *args):
-    try:
-        return fn(*args)
-    except StoreUnreachable:
-        raise ApiError(503, UNREACHABLE) from None
 
 
 @api("GET", "DELETE")
 def run_outputs(request: HttpRequest, run_id: str) -> HttpResponse:
-    run = _run(request, run_id)
+    run = visible_run(request, run_id)
     store = get_store()
     if request.method == "DELETE":
-        if not _store_call(store.drop_run, str(run.id)):
+        if not store_call(store.drop_run, str(run.id)):
             raise ApiError(404, f"run '{run_id}' {GONE}")
         return json_response({"run_id": str(run.id), "deleted": True})
-    ports = _store_call(store.ports, str(run.id))
+    ports = store_call(store.ports, str(run.id))
     if ports is None:
         raise ApiError(404, f"run '{run_id}' {GONE}")
     listing = []
@@ -64,27 +44,6 @@ def port_value(request: HttpRequest, run_id: str, node_id: str, port: str) -> Ht
 @api("GET")
 def port_value_by_query(request: HttpRequest, run_id: str) -> HttpResponse:
     return _value(request, run_id, *port_from_query(request))
-
-
-def port_from_query(request: HttpRequest) -> tuple[str, str]:
-    """(node_id, port) from ?node_id=&port=: how ids containing '/' (nodes in a block) are asked for."""
-    node_id, port = request.GET.get("node_id", ""), request.GET.get("port", "")
-    if not node_id or not port:
-        raise ApiError(400, "Send node_id and port as query parameters")
-    return node_id, port
-
-
-def captured(request: HttpRequest, run_id: str, node_id: str, port: str) -> tuple[str, Capture]:
-    """(run key, capture) of a port the user may see, or the API's 404 / 503 saying why not.
-    The outputs and the stats endpoints share these rules."""
-    key = str(_run(request, run_id).id)
-    store = get_store()
-    capture = _store_call(store.get, key, node_id, port)
-    if capture is None and not _store_call(store.has_run, key):
-        raise ApiError(404, f"run '{run_id}' {GONE}")
-    if capture is None:
-        raise ApiError(404, f"port '{port}' of node '{node_id}' was not captured in run '{run_id}'. {CAPTURE_HINT}")
-    return key, capture
 
 
 def _value(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:

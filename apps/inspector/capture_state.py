@@ -10,12 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from apps.runs.store import UNREACHABLE
+
 NOTHING_CAPTURED = "Nothing captured yet"
 WAITING = "Waiting for this node to run…"
 RUNNING = "Node is running…"
 GRAPH_RUNNING = "Graph is running…"
 EXPIRED = "Run data expired — re-run to capture"
-UNREACHABLE = "The worker that holds this run's recorded outputs cannot be reached now"
 TURN_RECORD_ON = "Recording was off for this run: turn on Record node outputs (Settings → Recording & Inspection) and run again"
 RUN_TO_CAPTURE = "Run the graph to capture its values"
 NO_VALUE = "No value this run"

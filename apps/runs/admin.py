@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import ApiToken, Run
+from .models import Run
 
 
 @admin.register(Run)
@@ -9,8 +9,3 @@ class RunAdmin(admin.ModelAdmin):
     list_filter = ("status", "owner")
     readonly_fields = ("nodes", "log", "options")
 
-
-@admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("user", "created")
-    readonly_fields = ("digest",)

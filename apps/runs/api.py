@@ -1,4 +1,4 @@
-"""POST /api/runs, GET/DELETE /api/runs/{id}[?wait=S], POST /api/runs/{id}/cancel, GET /api/health."""
+"""POST /api/runs, GET/DELETE /api/runs/{id}[?wait=S], POST /api/runs/{id}/cancel."""
 from __future__ import annotations
 
 import math
@@ -7,18 +7,13 @@ from urllib.parse import parse_qs
 
 from django.http import HttpRequest, HttpResponse
 
-import codefyui
 from apps.graphs import document
 from apps.graphs.models import Graph
-from apps.graphs import palette
 from codefyui.access import get_visible
 from codefyui.api import ApiError, api, json_body, json_response
 
 from . import service
 from .models import Run
-from apps.stats.cache import get_cache as get_stats_cache
-
-from .store import get_store
 
 
 MAX_WAIT_S = 30
@@ -118,13 +113,3 @@ def run_cancel(request: HttpRequest, run_id: str) -> HttpResponse:
     except service.RunConflict as exc:
         raise ApiError(409, str(exc)) from None
     return json_response({"run_id": str(run.id), "status": run.status})
-
-
-@api("GET")
-def health(request: HttpRequest) -> HttpResponse:
-    return json_response({
-        "status": "ok", "version": codefyui.__version__, "nodes": len(palette.catalogue()), "presets": 0,
-        "run_workers": service.worker_usage(),
-        "stores": {"run_output_store": get_store().usage(), "execution_cache": service.cache_usage(),
-                   "stats_cache": get_stats_cache().usage()},
-    })

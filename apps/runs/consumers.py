@@ -8,12 +8,12 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
 from apps.graphs import subgraphs
-from apps.graphs.editor_context import badge
 from codefyui.access import find_visible
 
 from . import push, service
 from .engine import events as ev
 from .models import Run
+from .status import badge
 
 
 class RunConsumer(AsyncWebsocketConsumer):

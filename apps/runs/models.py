@@ -1,5 +1,3 @@
-import hashlib
-import secrets
 import uuid
 
 from django.conf import settings
@@ -46,31 +44,3 @@ class Run(models.Model):
         if self.started and self.finished:
             return (self.finished - self.started).total_seconds()
         return None
-
-
-class ApiToken(models.Model):
-    """A per-user API token; only its SHA-256 is stored."""
-
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_token")
-    digest = models.CharField(max_length=64, unique=True)
-    created = models.DateTimeField(auto_now_add=True)
-
-    @staticmethod
-    def hash(token: str) -> str:
-        return hashlib.sha256(token.encode()).hexdigest()
-
-    @classmethod
-    def user_for(cls, token: str):
-        """The active user this token belongs to, or None."""
-        try:
-            found = cls.objects.select_related("user").get(digest=cls.hash(token))
-        except cls.DoesNotExist:
-            return None
-        return found.user if found.user.is_active else None
-
-    @classmethod
-    def issue(cls, user) -> str:
-        """A new token for the user, replacing any earlier one; returned once, never stored."""
-        token = secrets.token_urlsafe(32)
-        cls.objects.update_or_create(user=user, defaults={"digest": cls.hash(token)})
-        return token

@@ -21,6 +21,10 @@ import torch
 from codefyui import conf
 
 
+# The seed's words for StoreUnreachable: Inspector rows and the JSON API both say them.
+UNREACHABLE = "The worker that holds this run's recorded outputs cannot be reached now"
+
+
 class StoreUnreachable(Exception):
     """The store that holds this run's captures cannot be reached now."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 
-from apps.inspector.api import captured, port_from_query
+from apps.runs.capture_api import captured, port_from_query
 from codefyui.api import api, json_response
 
 from .cache import port_summary

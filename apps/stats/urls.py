@@ -4,6 +4,6 @@ from django.urls import path
 from . import api
 
 urlpatterns = [
-    path("<str:run_id>/stats", api.port_stats_by_query, name="api-port-stats-query"),
-    path("<str:run_id>/<str:node_id>/<str:port>/stats", api.port_stats, name="api-port-stats"),
+    path("<str:run_id>/stats", api.port_stats_by_query, name="port-stats-query"),
+    path("<str:run_id>/<str:node_id>/<str:port>/stats", api.port_stats, name="port-stats"),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from apps.graphs import document, edits, segments
-from apps.graphs.models import Tab
+from apps.editor.models import Tab
 
 
 def graph(edges, xs=None):

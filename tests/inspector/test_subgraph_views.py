@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from apps.graphs import document
-from apps.graphs.models import Tab
+from apps.editor.models import Tab
 from apps.runs import service
 from apps.runs.models import Run
 

@@ -9,7 +9,8 @@ from django.core.management import call_command
 from apps.graphs import document
 from apps.graphs.models import Graph
 from apps.runs import service
-from apps.runs.models import ApiToken, Run
+from apps.accounts.models import ApiToken
+from apps.runs.models import Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -111,7 +111,7 @@ def token_socket(path, headers=()):
 
 async def test_a_script_with_an_api_token_may_watch_its_own_run(student, stranger):
     """The socket accepts the API token as a Bearer header or a token query parameter, without an Origin."""
-    from apps.runs.models import ApiToken
+    from apps.accounts.models import ApiToken
     run = await database_sync_to_async(Run.objects.create)(owner=student, status=Run.Status.SUCCEEDED)
     token = await database_sync_to_async(ApiToken.issue)(student)
     strangers = await database_sync_to_async(ApiToken.issue)(stranger)

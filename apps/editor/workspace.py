@@ -10,8 +10,10 @@ from typing import Any
 from django.conf import settings as django_settings
 from django.db import transaction
 
-from . import document
-from .models import Graph, Tab, blank_document
+from apps.graphs import document
+from apps.graphs.models import Graph, blank_document
+
+from .models import Tab
 
 EXAMPLES_DIR = Path(django_settings.BASE_DIR) / "examples"
 WORKSPACE_FORMAT = "codefyui-workspace"

@@ -6,11 +6,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.graphs.models import Graph
 from apps.runs.models import Run
 from codefyui.access import visible_to
 
-from . import workspace
-from .models import Graph
+from .. import workspace
 
 
 @require_GET

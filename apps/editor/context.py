@@ -8,23 +8,25 @@ from urllib.parse import urlencode
 from django.template.defaultfilters import filesizeformat
 
 import codefyui
+from apps.graphs import document, edits, segments, subgraphs
+from apps.graphs.models import Graph
+from apps.graphs.nodes.base import PORT_COLOURS
 from apps.inspector.capture_state import RunView
 from apps.inspector.panel import TABS, Inspection, segment_view
 from apps.runs import service
 from apps.runs.engine import available_devices, resolve_device
 from apps.runs.models import Run
+from apps.runs.status import badge
 from apps.runs.store import get_store
 from apps.stats.cache import get_cache as get_stats_cache
 from codefyui.access import find_visible, visible_to
 
-from . import document, edits, palette, segments, subgraphs, workspace
+from . import palette, workspace
 from .canvas import layout
-from .models import Graph, Tab
-from .nodes.base import PORT_COLOURS
+from .models import Tab
 from .prefs import Prefs
 
 RUN_FILTERS = ("all", "running", "queued", "succeeded", "failed", "cancelled", "interrupted")
-BADGES = {"running": "Running…", "completed": "Completed", "cached": "Cached", "skipped": "Skipped", "error": "Error"}
 
 
 def editor_context(request, tab: Tab | None) -> dict[str, Any]:
@@ -121,13 +123,6 @@ def page_state(request, selected: str, run: Run | None, block: dict[str, Any] | 
 
 def state_query(state: dict[str, str]) -> str:
     return urlencode({k: v for k, v in state.items() if v})
-
-
-def badge(status: dict[str, Any]) -> str:
-    kind = status.get("status", "")
-    if kind == "error":
-        return f"Error: {status.get('error', '')}"
-    return BADGES.get(kind, "")
 
 
 def inspected_run(request, tab: Tab | None) -> Run | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import document, segments
-from .nodes.base import CATEGORY_COLOURS, PORT_COLOURS, Port, resolve
+from apps.graphs import document, segments
+from apps.graphs.nodes.base import CATEGORY_COLOURS, PORT_COLOURS, Port, resolve
 
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
 MARGIN = 240

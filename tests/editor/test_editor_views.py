@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from apps.graphs.models import Graph, Tab
-from apps.graphs.prefs import COOKIE
+from apps.editor.models import Tab
+from apps.editor.prefs import COOKIE
+from apps.graphs.models import Graph
 from apps.runs import service
 from apps.runs.models import Run
 

@@ -11,13 +11,12 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
 from apps.graphs import document
-from apps.graphs.editor_context import (inspected_run, inspection, inspector, page_state, run_view,
-                                        state_query)
-from apps.graphs.models import Tab
+from apps.inspector import capture_state as cs
+from apps.inspector.panel import find_row
 from codefyui.access import get_visible
 
-from . import capture_state as cs
-from .panel import find_row
+from ..context import inspected_run, inspection, inspector, page_state, run_view, state_query
+from ..models import Tab
 
 
 @require_GET
@@ -71,9 +70,9 @@ def edge_summary(request: HttpRequest, tab_id: int, edge_id: str) -> HttpRespons
     return render(request, template, {
         "tab": tab, "edge": edge, "title": f"{labels[source]} → {labels[edge['target']]} ({port})",
         "state": state, "rows": rows, "page": page, "port": port,
-        "stats_url": f"{reverse('node-details', args=[tab.pk, source])}?{state_query({**page, 'node': ''})}"
+        "stats_url": f"{reverse('editor:node-details', args=[tab.pk, source])}?{state_query({**page, 'node': ''})}"
                      f"&pane=stats&port={port}#stats-{slugify('out.' + port)}",
-        "back_url": f"{reverse('editor-tab', args=[tab.pk])}?{state_query(page)}",
+        "back_url": f"{reverse('editor:tab', args=[tab.pk])}?{state_query(page)}",
     })
 
 

@@ -2,7 +2,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.runs.models import ApiToken
+from apps.accounts.models import ApiToken
 
 
 class Command(BaseCommand):

@@ -9,12 +9,12 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from apps.graphs import document, edits, subgraphs
-from apps.graphs.editor_context import (inspected_run, inspection, node_panel, page_state, state_query)
-from apps.graphs.models import Tab
+from apps.inspector.panel import TABS, forward_rows
+from apps.inspector.stats_pane import stats_rows_for
 from codefyui.access import get_visible
 
-from .panel import TABS, forward_rows
-from .stats_pane import stats_rows_for
+from ..context import inspected_run, inspection, node_panel, page_state, state_query
+from ..models import Tab
 
 
 def panes(cls, has_run: bool) -> list[tuple[str, str]]:

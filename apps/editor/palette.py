@@ -1,7 +1,7 @@
 """The node palette: the sidebar's categories and the quick search. No Django here."""
 from __future__ import annotations
 
-from .nodes.base import CATEGORY_COLOURS, CATEGORY_ORDER, Node, registry
+from apps.graphs.nodes.base import CATEGORY_COLOURS, CATEGORY_ORDER, Node, registry
 
 BASIC_CATEGORIES = ("Data", "CNN", "Training", "IO")
 QUICK_SEARCH_LIMIT = 20

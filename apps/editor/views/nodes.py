@@ -1,0 +1,71 @@
+"""Nodes: add, parameters, the values grid, move, rename, delete, Auto layout, and
+collapsing nodes into a block / expanding it again."""
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_POST
+
+from apps.graphs import edits, subgraphs
+
+from ..prefs import Prefs
+from .page import apply_edit, posted_number
+
+
+@require_POST
+def node_add(request: HttpRequest, tab_id: int) -> HttpResponse:
+    type_key, snap = request.POST.get("type", ""), Prefs.from_request(request).grid_snap
+
+    def add(doc):  # without a drop point, new nodes step down the left edge
+        y = posted_number(request, "y", 48 + 24 * (len(doc["nodes"]) % 12))
+        return edits.add_node(doc, type_key, posted_number(request, "x", 48), y, snap)
+    return apply_edit(request, tab_id, add, new="select")
+
+
+@require_POST
+def node_params(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    fields = {k: v for k, v in request.POST.items() if not k.startswith("_") and k != "csrfmiddlewaretoken"}
+    for name in request.POST.getlist("_bools"):  # unchecked boxes send nothing
+        fields.setdefault(name, "false")
+    return apply_edit(request, tab_id, lambda doc: edits.set_params(doc, node_id, fields), node=node_id)
+
+
+@require_POST
+def node_grid(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    fill = request.POST.get("fill")
+    cells = request.POST.getlist("cell")
+    return apply_edit(request, tab_id, lambda doc: edits.set_grid(doc, node_id, cells=cells, fill=fill), node=node_id)
+
+
+@require_POST
+def node_move(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    snap = Prefs.from_request(request).grid_snap
+    x, y = posted_number(request, "x"), posted_number(request, "y")
+    return apply_edit(request, tab_id, lambda doc: edits.move_node(doc, node_id, x, y, snap))
+
+
+@require_POST
+def node_rename(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    return apply_edit(request, tab_id, lambda doc: edits.rename_node(doc, node_id, request.POST.get("label", "")))
+
+
+@require_POST
+def nodes_delete(request: HttpRequest, tab_id: int) -> HttpResponse:
+    ids = set(request.POST.getlist("node"))
+    return apply_edit(request, tab_id, lambda doc: edits.delete_nodes(doc, ids), node="")
+
+
+@require_POST
+def layout(request: HttpRequest, tab_id: int) -> HttpResponse:
+    return apply_edit(request, tab_id, edits.auto_layout)
+
+
+@require_POST
+def collapse(request: HttpRequest, tab_id: int) -> HttpResponse:
+    """Collapse to subgraph: the selected nodes become one block (one undo step)."""
+    ids = set(request.POST.getlist("node"))
+    return apply_edit(request, tab_id, lambda doc: subgraphs.collapse(doc, ids), node="")
+
+
+@require_POST
+def expand(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    return apply_edit(request, tab_id, lambda doc: subgraphs.expand(doc, node_id), node="", inside="")

@@ -1,0 +1,107 @@
+"""Tabs: open (blank, saved graph, example, file), rename, close, save, undo / redo, and
+the workspace file."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.graphs.models import Graph
+from codefyui.access import get_visible
+
+from .. import workspace
+from ..models import Tab
+from .page import back, get_tab
+
+
+@require_POST
+def tab_new(request: HttpRequest) -> HttpResponse:
+    return back(request, workspace.new_tab(request.user))
+
+
+@require_POST
+def tab_open(request: HttpRequest) -> HttpResponse:
+    graph = get_visible(Graph.objects, request.user, request.POST.get("graph"))
+    return back(request, workspace.new_tab(request.user, graph.document, title=graph.name, graph=graph))
+
+
+@require_POST
+def tab_example(request: HttpRequest) -> HttpResponse:
+    example = workspace.example(request.POST.get("example", ""))
+    if example is None:
+        messages.error(request, "Failed to load example")
+        return redirect("editor:index")
+    return back(request, workspace.new_tab(request.user, example, title=example["name"]))
+
+
+@require_POST
+def tab_import(request: HttpRequest) -> HttpResponse:
+    upload = request.FILES.get("file")
+    try:
+        tabs = workspace.import_file(request.user, upload)
+    except workspace.ImportRefused as exc:
+        messages.error(request, str(exc))
+        return redirect(request.POST.get("_back") or "editor:index")
+    messages.success(request, f"Imported {len(tabs)} tab{'s' if len(tabs) != 1 else ''}.")
+    return back(request, tabs[0])
+
+
+@require_POST
+def tab_rename(request: HttpRequest, tab_id: int) -> HttpResponse:
+    tab = get_tab(request, tab_id)
+    title = request.POST.get("title", "").strip()[:80]
+    if title:  # a blank name is ignored
+        tab.title = title
+        tab.save(update_fields=["title"])
+    return back(request, tab)
+
+
+@require_POST
+def tab_close(request: HttpRequest, tab_id: int) -> HttpResponse:
+    """Close a tab; a run it started goes on (find it in the Runs panel)."""
+    tab = get_tab(request, tab_id)
+    if tab.last_run and not tab.last_run.is_finished and request.POST.get("confirm") != "yes":
+        messages.warning(request, "This tab is still running. Close it anyway?")
+        return back(request, tab, confirm_close="1")
+    tab.delete()
+    return redirect("editor:index")
+
+
+@require_POST
+def tab_save(request: HttpRequest, tab_id: int) -> HttpResponse:
+    tab = get_tab(request, tab_id)
+    name = tab.document.get("name") or tab.title
+    if tab.graph is None:
+        tab.graph = Graph.objects.create(owner=request.user, name=name[:200], document=tab.document)
+        tab.save(update_fields=["graph"])
+    else:
+        tab.graph.document, tab.graph.name = tab.document, name[:200]
+        tab.graph.save()
+    messages.success(request, f"Saved {name}.")
+    return back(request, tab)
+
+
+def _history(request: HttpRequest, tab_id: int, step) -> HttpResponse:
+    tab = get_tab(request, tab_id)
+    if step(tab):
+        tab.save(update_fields=Tab.HISTORY_FIELDS)
+    return back(request, tab)
+
+
+@require_POST
+def undo(request: HttpRequest, tab_id: int) -> HttpResponse:
+    return _history(request, tab_id, Tab.undo)
+
+
+@require_POST
+def redo(request: HttpRequest, tab_id: int) -> HttpResponse:
+    return _history(request, tab_id, Tab.redo)
+
+
+@require_GET
+def workspace_export(request: HttpRequest) -> HttpResponse:
+    data, filename = workspace.export(request.user)
+    response = HttpResponse(data, content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
