@@ -109,7 +109,7 @@ class _LiveRun:
 
     def wake_waiters(self) -> None:
         self.ended.set()
-        for loop, future in self.waiters:
+        for loop, future in list(self.waiters):
             loop.call_soon_threadsafe(lambda f=future: f.done() or f.set_result(None))
 
 
@@ -160,8 +160,8 @@ class _Scheduler:
             queued = self.queue.remove(live)
             if queued:
                 del self.live[run_id]
-        if queued:
-            live.recorder.finish(Run.Status.CANCELLED, workers.STOPPED)
+        if queued:  # it never reached a worker: its end is told here
+            live.recorder(ev.Event(ev.RUN_STOPPED, run_id, error=workers.STOPPED, level="error"))
             live.wake_waiters()
         else:
             self.executor.cancel(run_id)
@@ -381,11 +381,6 @@ class _Recorder:
     def close(self) -> None:
         """The run has ended: write anything still held (the ending itself is written already)."""
         self.flush()
-
-    def finish(self, status: str, error: str) -> None:
-        with self._lock:
-            self.fields.update(status=status, error=error, finished=timezone.now())
-            self._write()
 
     def overlay(self, run: Run) -> None:
         with self._lock:

@@ -199,3 +199,15 @@ async def test_wait_answers_as_soon_as_the_run_ends_or_after_the_seconds_asked(s
     assert status == 200 and body["status"] == "succeeded" and body["nodes"]["node"]["status"] == "completed"
     status, body = await asgi_get(f"/api/runs/{run.pk}?wait=soon", token)
     assert status == 400 and body["detail"] == "wait must be a number of seconds from 0 to 30"
+
+
+def test_stopping_a_queued_run_takes_it_out_of_the_queue(student, tmp_path):
+    from tests.runs.worker_nodes import graph
+    held = service.start_run(student, document.normalise(graph("test:Hold", path=str(tmp_path / "held"))))
+    waiting = service.start_run(student, document.normalise(graph("test:Hold", path=str(tmp_path / "held"))))
+    assert service.queue_place(waiting) == 1
+    stopped = service.cancel_run(waiting)
+    assert stopped.status == "cancelled" and stopped.error == "Execution cancelled"
+    assert service.queue_place(waiting) is None
+    (tmp_path / "held.go").touch()
+    assert service.wait_for(held.pk).status == "succeeded"

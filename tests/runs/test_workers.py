@@ -90,8 +90,17 @@ def test_stop_ends_a_node_stuck_in_a_long_loop(ready, student, tmp_path):
     service.cancel_run(Run.objects.get(pk=run.pk))
     run = service.wait_for(run.pk, timeout=10)
     assert run.status == "cancelled" and run.error == "Execution cancelled"
-    with pytest.raises(ProcessLookupError):  # the computation itself has ended
-        os.kill(pid, 0)
+    assert not Path(f"/proc/{pid}").exists()  # the computation itself has ended
+
+
+def test_a_run_past_its_deadline_fails_and_the_computation_ends(ready, student, tmp_path, monkeypatch):
+    monkeypatch.setattr(conf, "RUN_TIMEOUT_S", 1)
+    run = start(student, graph("test:Spin", path=str(tmp_path / "spin")))
+    pid = started_in(tmp_path / "spin")
+    run = service.wait_for(run.pk, timeout=10)
+    assert run.status == "failed"
+    assert run.error == "The run took longer than 1 seconds (CODEFYUI_RUN_TIMEOUT_S) and was stopped."
+    until(lambda: not Path(f"/proc/{pid}").exists(), "ended the worker still computing")
 
 
 def test_a_worker_killed_from_outside_fails_only_its_run(ready, student, stranger, tmp_path):
