@@ -146,9 +146,7 @@ def _still_computing() -> bool:
 
 
 def worker_main(sock: socket.socket, threads: int) -> None:
-    """A worker process: take jobs one at a time until the server goes away. It computes at a
-    lower CPU priority than the server, so page requests come first on a busy machine."""
-    os.nice(NICE)
+    """A worker process: take jobs one at a time until the server goes away."""
     torch.set_num_threads(threads)
     wire = Wire(sock)
     lock = threading.Lock()
@@ -361,9 +359,14 @@ class WorkerPool:
             assignment.deadline = time.monotonic() + assignment.job.options.timeout_s + 1.0
         try:
             worker.send("run", assignment.job)
-        except Exception:
-            log.exception("could not hand run %s to its worker", assignment.run_id)
-            self._end(worker, ev.RUN_FAILED, WORKER_STOPPED)
+        except OSError:
+            pass  # the worker is ending: its reader fails the run
+        except Exception:  # the job could not be pickled: nothing was written, the worker stays
+            log.exception("could not hand run %s to a worker", assignment.run_id)
+            with self._lock:
+                worker.assignment = None
+            assignment.end()
+            self._on_free()
         return True
 
     def cancel(self, run_id: str) -> None:
@@ -391,6 +394,9 @@ class WorkerPool:
         ours, theirs = socket.socketpair()
         process = self._ctx.Process(target=worker_main, args=(theirs, self.threads), name="codefyui-run-worker")
         process.start()
+        # A lower CPU priority from its first instant (its start imports torch for seconds):
+        # on a busy machine the server's page requests come first.
+        os.setpriority(os.PRIO_PROCESS, process.pid, NICE)
         theirs.close()     # the server keeps only its own end, so it sees EOF when a worker ends
         worker = _Worker(process, Wire(ours))
         with self._lock:
