@@ -110,7 +110,10 @@ class _LiveRun:
     def wake_waiters(self) -> None:
         self.ended.set()
         for loop, future in list(self.waiters):
-            loop.call_soon_threadsafe(lambda f=future: f.done() or f.set_result(None))
+            try:
+                loop.call_soon_threadsafe(lambda f=future: f.done() or f.set_result(None))
+            except RuntimeError:  # that loop has closed: nobody waits there any more
+                pass
 
 
 class _Scheduler:
@@ -146,7 +149,7 @@ class _Scheduler:
             self.computing -= 1
             live = self.live.pop(assignment.run_id, None)
         if live is not None:
-            live.recorder.close()
+            live.recorder.flush()  # anything after the ending (its row is written already)
             live.wake_waiters()
         close_old_connections()
         self.dispatch()
@@ -377,10 +380,6 @@ class _Recorder:
         with self._lock:
             if self._dirty:
                 self._write()
-
-    def close(self) -> None:
-        """The run has ended: write anything still held (the ending itself is written already)."""
-        self.flush()
 
     def overlay(self, run: Run) -> None:
         with self._lock:
