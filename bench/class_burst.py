@@ -104,7 +104,7 @@ def accounts(env: dict, count: int) -> list[str]:
     """Students and their API tokens, made in one manage.py process (each start imports torch)."""
     script = ("from django.core.management import call_command\n"
               "from django.contrib.auth import get_user_model\n"
-              "from apps.runs.models import ApiToken\n"
+              "from apps.accounts.models import ApiToken\n"
               "call_command('migrate', interactive=False, verbosity=0)\n"
               "User = get_user_model()\n"
               f"users = User.objects.bulk_create([User(username=f'student{{i}}') for i in range({count})])\n"

@@ -59,7 +59,7 @@ def accounts(env: dict) -> tuple[list[str], str]:
     script = ("from django.core.management import call_command\n"
               "from django.contrib.auth import get_user_model, BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY\n"
               "from django.contrib.sessions.backends.db import SessionStore\n"
-              "from apps.runs.models import ApiToken\n"
+              "from apps.accounts.models import ApiToken\n"
               "call_command('migrate', interactive=False, verbosity=0)\n"
               "users = [get_user_model().objects.create_user(name) for name in ('a', 'b', 'c')]\n"
               "session = SessionStore()\n"
