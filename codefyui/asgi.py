@@ -44,7 +44,10 @@ def _settle_heap() -> None:
     still frees these objects; only cycles among them would stay."""
     from django.urls import get_resolver
 
+    from apps.runs.engine import warm_up
+
     get_resolver().url_patterns  # import every view now, so that it is settled too
+    warm_up()                    # and what the engine's element limit loads on first use
     gc.collect()
     gc.freeze()
 

@@ -22,6 +22,8 @@ def _int(name: str, default: int) -> int:
 # The seed fixes 20 runs; a school whose classes are larger can raise it.
 RUN_OUTPUT_STORE_MAX_RUNS = _int("CODEFYUI_RUN_OUTPUT_STORE_MAX_RUNS", 20)
 RUN_OUTPUT_STORE_MAX_MB = _int("CODEFYUI_RUN_OUTPUT_STORE_MAX_MB", 2048)
+# The store's class, by dotted path (a CaptureStore subclass; a worker box's remote store later).
+RUN_OUTPUT_STORE_CLASS = os.environ.get("CODEFYUI_RUN_OUTPUT_STORE_CLASS", "").strip() or "apps.runs.store.MemoryCaptureStore"
 
 # A shared school server must survive a student's mistake.
 MAX_TENSOR_ELEMENTS = _int("CODEFYUI_MAX_TENSOR_ELEMENTS", 100_000_000)
@@ -47,7 +49,7 @@ def _memory_mb() -> int:
 # Half the machine's memory, shared by the runs that may compute at once, at least 512 MB each.
 RUN_MEMORY_MAX_MB = _int("CODEFYUI_RUN_MEMORY_MAX_MB",
                          max(512, _memory_mb() // 2 // max(1, min(RUN_WORKERS, MAX_CONCURRENT_RUNS))))
-EXECUTION_CACHE_MAX_ENTRIES = _int("CODEFYUI_EXECUTION_CACHE_MAX_ENTRIES", 256)
+EXECUTION_CACHE_MAX_MB = _int("CODEFYUI_EXECUTION_CACHE_MAX_MB", 1024)
 
 # Port statistics (the Stats tab).
 STATS_SAMPLE_THRESHOLD = _int("CODEFYUI_STATS_SAMPLE_THRESHOLD", 4_000_000)

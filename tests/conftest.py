@@ -32,6 +32,14 @@ def fresh_store():
     set_store(None)
 
 
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """The server-wide execution cache starts empty for every test."""
+    from apps.runs import service
+    service.clear_cache()
+    yield
+
+
 @pytest.fixture
 def student(django_user_model):
     return django_user_model.objects.create_user("ada", password="pw-ada-123")

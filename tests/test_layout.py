@@ -59,6 +59,15 @@ def test_the_project_package_names_apps_only_to_wire_them():
     assert wrong == {}
 
 
+def test_the_engine_knows_nothing_of_django():
+    """Boundary 1: the engine, and what it imports of apps.graphs, is plain Python."""
+    engine = list((ROOT / "apps" / "runs" / "engine").rglob("*.py"))
+    graphs = [ROOT / "apps" / "graphs" / f"{name}.py" for name in ("document", "edits", "segments", "subgraphs", "reach")]
+    wrong = {str(p.relative_to(ROOT)): sorted(m for m in imported_modules(p) if m.split(".")[0] in ("django", "channels"))
+             for p in engine + graphs}
+    assert {k: v for k, v in wrong.items() if v} == {}
+
+
 def test_the_check_sees_a_late_import(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from apps.editor.context import badge\n    import apps.runs.service\n")

@@ -3,8 +3,6 @@ Templates only lay this out; decisions live here or in the pure modules it calls
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
-
 from django.template.defaultfilters import filesizeformat
 
 import codefyui
@@ -25,6 +23,7 @@ from . import palette, workspace
 from .canvas import layout
 from .models import Tab
 from .prefs import Prefs
+from .state import PageState
 
 RUN_FILTERS = ("all", "running", "queued", "succeeded", "failed", "cancelled", "interrupted")
 
@@ -35,6 +34,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     context: dict[str, Any] = {
         "tab": tab, "tabs": visible_to(Tab.objects, request.user), "prefs": prefs,
         "run": run, "server": server_usage(), "devices": device_choices(prefs),
+        "state": PageState.of(request).but(node="", run=str(run.id) if run else "", inside=""),
         "confirm_close": request.GET.get("confirm_close") == "1",
         "confirm_reset": request.GET.get("confirm_reset") == "1",
     }
@@ -48,8 +48,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     selected = request.GET.get("node", "")
     if selected and not any(n["id"] == selected for n in shown["nodes"]):
         selected = ""
-    state = page_state(request, selected, run, block)
-    view = state["view"] or "forward"
+    state = context["state"].but(node=selected, inside=block["id"] if block else "")
     query = request.GET.get("q", "")
     statuses = run.nodes if run else {}
     canvas = layout(shown, prefs.connection_style, "" if block else tab.active_segment)
@@ -57,8 +56,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         card.status = subgraphs.rolled_up_status(card.id, statuses) if card.type == "Subgraph" else statuses.get(card.id, {})
         card.badge = badge(card.status)
     context.update(
-        doc=doc, canvas=canvas, state=state, state_query=state_query(state),
-        base_query=state_query({**state, "node": ""}),
+        doc=doc, canvas=canvas, state=state,
         inside_block={"id": block["id"], "label": document.node_label(block)} if block else None,
         selected=node_panel(doc, selected) if selected and not block else None,
         categories=palette.categories(prefs.category_mode),
@@ -71,7 +69,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     if active and segments.members_of(doc, active):  # an active segment beats a selected node
         context["segment"] = segment_view(inspection(request, doc, active["tailNodeId"], run), active)
     elif selected:
-        context["inspector"] = inspector(request, doc, selected, run, view)
+        context["inspector"] = inspector(request, doc, selected, run, state.view or "forward")
     context["segment_choices"] = [(n["id"], document.node_label(n)) for n in doc["nodes"] if n["type"] != "note"]
     return context
 
@@ -108,21 +106,6 @@ def inspector(request, doc: dict[str, Any], node_id: str, run: Run | None, view:
     tab, ins = TABS[view], inspection(request, doc, node_id, run)
     return {"tabs": list(TABS.values()), "current": tab, "template": tab.template,
             "label": document.node_label(edits.find_node(ins.doc, node_id)), **tab.context(ins)}
-
-
-def page_state(request, selected: str, run: Run | None, block: dict[str, Any] | None = None) -> dict[str, str]:
-    """What the page carries from request to request: selected node, inspected run,
-    Inspector tab, whether the Inspector is collapsed and which block is open (never stored:
-    a reload resets it)."""
-    view = request.GET.get("view", "")
-    inside = request.GET.get("inside", "") if block is None else block["id"]
-    return {"node": selected, "run": str(run.id) if run else "",
-            "view": view if view in TABS and view != "forward" else "",
-            "panel": "collapsed" if request.GET.get("panel") == "collapsed" else "", "inside": inside}
-
-
-def state_query(state: dict[str, str]) -> str:
-    return urlencode({k: v for k, v in state.items() if v})
 
 
 def inspected_run(request, tab: Tab | None) -> Run | None:
@@ -186,15 +169,25 @@ def device_choices(prefs: Prefs) -> dict[str, Any]:
             "warning": warning, "follow_label": f"Follow Settings ({follow})", "used": str(used)}
 
 
+def server_facts() -> dict[str, Any]:
+    """What this server is and holds: version, counts, each in-memory store's usage against
+    its budget (the Settings popover's This Server section and GET /api/health)."""
+    return {"version": codefyui.__version__, "nodes": len(palette.catalogue()), "presets": 0,
+            "run_workers": service.worker_usage(),
+            "stores": {"run_output_store": get_store().usage(), "execution_cache": service.cache_usage(),
+                       "stats_cache": get_stats_cache().usage()}}
+
+
 def server_usage() -> dict[str, Any]:
-    """This Server: version, counts, and each in-memory store's usage against its budget."""
-    runs, cache, stats = get_store().usage(), service.cache_usage(), get_stats_cache().usage()
+    """This Server, worded: each store's usage against its budget."""
+    facts = server_facts()
+    runs, cache, stats = (facts["stores"][k] for k in ("run_output_store", "execution_cache", "stats_cache"))
     budget = lambda n: filesizeformat(n) if n else "unbounded"  # noqa: E731
-    return {"version": codefyui.__version__, "nodes": len(palette.catalogue()), "presets": 0, "stores": [
+    return {**facts, "stores": [
         ("Recorded outputs", f"{runs['runs']} of {runs['max_runs']} runs, "
                              f"{filesizeformat(runs['bytes'])} of {budget(runs['max_bytes'])}"),
-        ("Execution cache", f"{cache['entries']} results in {cache['instances']} caches, "
-                            f"at most {cache['max_entries_each']} each"),
+        ("Execution cache", f"{cache['entries']} results of {cache['scopes']} users, "
+                            f"{filesizeformat(cache['bytes'])} of {filesizeformat(cache['max_bytes'])}"),
         ("Stats cache", f"{stats['entries']} summaries, {filesizeformat(stats['bytes'])} of {budget(stats['max_bytes'])}"),
     ]}
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from . import document, segments
 from .nodes.base import Param, ParamError, parse_int_list, resolve, types_compatible
+from .reach import data_links, reachable
 
 GRID = 24                # the canvas grid, in px
 GRID_EDIT_MAX_CELLS = 512
@@ -140,30 +141,13 @@ def connect(doc: dict[str, Any], source: str, source_port: str, target: str, tar
     if not types_compatible(out.type, port.type):
         raise EditError(f"Type mismatch: {document.node_label(src)}.{out.name} ({out.type}) cannot feed "
                         f"{document.node_label(dst)}.{port.name} ({port.type}).")
-    if _reaches(doc, target, source):
+    if source in reachable([target], data_links(doc["edges"])):
         raise EditError("That connection would make a loop: the data would flow back into itself.")
     doc["edges"] = [e for e in doc["edges"]
                     if document.is_trigger(e) or not (e["target"] == target and e["targetHandle"] == target_port)]
     doc["edges"].append({"id": _edge_id(doc), "source": source, "sourceHandle": source_port,
                          "target": target, "targetHandle": target_port})
     return doc
-
-
-def _reaches(doc: dict[str, Any], start: str, goal: str) -> bool:
-    links: dict[str, list[str]] = {}
-    for e in doc["edges"]:
-        if not document.is_trigger(e):
-            links.setdefault(e["source"], []).append(e["target"])
-    seen, stack = {start}, [start]
-    while stack:
-        here = stack.pop()
-        if here == goal:
-            return True
-        for nxt in links.get(here, ()):
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return False
 
 
 def _edge_id(doc: dict[str, Any]) -> str:
@@ -190,10 +174,10 @@ def compatible_sources(doc: dict[str, Any], target: str, target_port: str) -> li
     port = dst_cls.input_port(target_port, params_of(dst)) if dst_cls else None
     if port is None:
         return []
-    options = []
+    options, downstream = [], reachable([target], data_links(doc["edges"]))  # feeding these would make a loop
     for node in doc["nodes"]:
         cls = node_class(node)
-        if cls is None or node["id"] == target or _reaches(doc, target, node["id"]):
+        if cls is None or node["id"] in downstream:
             continue
         for out in cls.output_ports(params_of(node)):
             if out.type != "TRIGGER" and types_compatible(out.type, port.type):

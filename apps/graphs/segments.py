@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import document
+from .reach import data_links, reachable
 
 NO_PATH = "Segment: no path from head to tail"
 
@@ -20,23 +21,8 @@ def head_and_tail(doc: dict[str, Any], a: str, b: str) -> tuple[str, str]:
 def path_set(doc: dict[str, Any], head: str, tail: str) -> set[str]:
     """Forward reach from head ∩ backward reach from tail over data edges; empty if no path.
     Rejoining branches stay in, side branches drop out."""
-    forward, backward = {}, {}
-    for e in doc["edges"]:
-        if not document.is_trigger(e):
-            forward.setdefault(e["source"], []).append(e["target"])
-            backward.setdefault(e["target"], []).append(e["source"])
-    members = _reach(head, forward) & _reach(tail, backward)
+    members = reachable([head], data_links(doc["edges"])) & reachable([tail], data_links(doc["edges"], backward=True))
     return members if head in members and tail in members else set()
-
-
-def _reach(start: str, links: dict[str, list[str]]) -> set[str]:
-    seen, stack = {start}, [start]
-    while stack:
-        for nxt in links.get(stack.pop(), ()):
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return seen
 
 
 def entering_edges(doc: dict[str, Any], members: set[str]) -> list[dict[str, Any]]:

@@ -156,4 +156,6 @@ def rolled_up_status(block_id: str, statuses: dict[str, dict[str, Any]]) -> dict
         return {"status": "error", "error": "a node inside the block failed"}
     if all(s in ("completed", "cached", "skipped") for s in inner):
         return {"status": "completed"}
+    if "interrupted" in inner:  # the server restarted while the block ran
+        return {"status": "interrupted"}
     return {"status": "running"}

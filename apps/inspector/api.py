@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 
-from apps.runs.capture_api import GONE, captured, port_from_query, store_call, visible_run
-from apps.runs.store import get_store
+from apps.runs.capture_api import GONE, port_endpoints, store_call, visible_run
+from apps.runs.engine.events import parameter_counts, value_kind
+from apps.runs.store import Capture, get_store
 from codefyui.api import ApiError, api, json_response
 
 DEFAULT_MAX_ELEMENTS, MAX_ELEMENTS_CAP = 4096, 1_000_000
@@ -31,27 +32,17 @@ def run_outputs(request: HttpRequest, run_id: str) -> HttpResponse:
     for node_id, port in ports:
         capture = store.get(str(run.id), node_id, port)
         value = capture.value if capture else None
-        listing.append({"node_id": node_id, "port": port, "type": _kind(value),
+        listing.append({"node_id": node_id, "port": port, "type": value_kind(value),
                         "full_shape": list(value.shape) if isinstance(value, torch.Tensor) else None})
     return json_response(listing)
 
 
-@api("GET")
-def port_value(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
-    return _value(request, run_id, node_id, port)
-
-
-@api("GET")
-def port_value_by_query(request: HttpRequest, run_id: str) -> HttpResponse:
-    return _value(request, run_id, *port_from_query(request))
-
-
-def _value(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
-    key, capture = captured(request, run_id, node_id, port)
-    if capture.value is None:
-        return HttpResponse(status=204)
+def _value(request: HttpRequest, key: str, node_id: str, port: str, capture: Capture) -> HttpResponse:
     body = payload(capture.value, request.GET.get("slice", ""), _max_elements(request))
     return json_response({**body, "run_id": key, "node_id": node_id, "port": port})
+
+
+port_value, port_value_by_query = port_endpoints(_value)
 
 
 def _max_elements(request: HttpRequest) -> int:
@@ -89,25 +80,23 @@ def parse_slice(text: str) -> tuple[Any, ...]:
 
 
 def payload(value: Any, slice_text: str, max_elements: int) -> dict[str, Any]:
-    if isinstance(value, torch.Tensor):
+    kind = value_kind(value)
+    if kind == "tensor":
         return _tensor(value, slice_text, max_elements)
     if slice_text:
-        raise ApiError(400, f"invalid slice: a {_kind(value)} value cannot be sliced")
-    if isinstance(value, torch.nn.Module):
-        params = sum(p.numel() for p in value.parameters())
-        trainable = sum(p.numel() for p in value.parameters() if p.requires_grad)
+        raise ApiError(400, f"invalid slice: a {kind} value cannot be sliced")
+    if kind == "model":
+        params, trainable = parameter_counts(value)
         return {"type": "model", "class": type(value).__name__, "params": params, "trainable": trainable,
                 "repr": repr(value)[:TEXT_LIMIT]}
-    if isinstance(value, (bool, int, float)):
-        return {"type": "scalar", "value": value}
-    if isinstance(value, str):
-        return {"type": "string", "value": value[:TEXT_LIMIT]}
-    if isinstance(value, (list, tuple)):
+    if kind in ("scalar", "string"):
+        return {"type": kind, "value": value[:TEXT_LIMIT] if kind == "string" else value}
+    if kind == "list":
         body = {"type": "list", "length": len(value), "repr": repr(value)[:TEXT_LIMIT]}
         if len(value) <= 1024 and all(isinstance(v, (bool, int, float, str)) or v is None for v in value):
             body["values"] = list(value)
         return body
-    return {"type": type(value).__name__, "repr": repr(value)[:TEXT_LIMIT]}
+    return {"type": kind, "repr": repr(value)[:TEXT_LIMIT]}
 
 
 def _tensor(t: torch.Tensor, slice_text: str, max_elements: int) -> dict[str, Any]:
@@ -134,17 +123,3 @@ def _tensor(t: torch.Tensor, slice_text: str, max_elements: int) -> dict[str, An
             else:
                 body.update(min=lo.item(), max=hi.item())
     return body
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        return "tensor"
-    if isinstance(value, torch.nn.Module):
-        return "model"
-    if isinstance(value, (bool, int, float)):
-        return "scalar"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "list"
-    return "none" if value is None else type(value).__name__

@@ -23,9 +23,13 @@ NO_VALUE = "No value this run"
 NOT_IN_RUN = "Not in the last run"
 FAILED = "Failed in the last run"
 FROM_BLOCK = "From the block's input"
+RECORDING_STOPPED = ("Not recorded: this run's outputs grew larger than the capture store's budget "
+                     "(CODEFYUI_RUN_OUTPUT_STORE_MAX_MB), so recording stopped before this value")
+INTERRUPTED = "Interrupted: the server restarted while this node was running; run the graph again"
 
 # What the store answered for a port.
 MISSING = object()        # the store holds nothing for it
+NOT_KEPT = object()       # not kept: the run's recording stopped before it (it outgrew the budget)
 UNREACHABLE_STORE = object()  # the store that holds it cannot be reached now
 
 
@@ -54,8 +58,8 @@ def row_state(run: RunView | None, producer: str | None, lookup: Any, *, record_
     """The state of one row.
 
     ``producer`` is the node whose output the row shows (for an input, the upstream node);
-    ``lookup`` is the captured value, MISSING or UNREACHABLE_STORE. ``after_run``: the row
-    shows nothing until the whole run has ended (the Backward tab; nodes inside a block).
+    ``lookup`` is the captured value, MISSING, NOT_KEPT or UNREACHABLE_STORE. ``after_run``:
+    the row shows nothing until the whole run has ended (the Backward tab; nodes in a block).
     """
     if run is None:
         return RowState(NOTHING_CAPTURED)
@@ -66,6 +70,8 @@ def row_state(run: RunView | None, producer: str | None, lookup: Any, *, record_
     status = run.nodes.get(producer, {}).get("status") if producer else None
     if status == "error":
         return RowState(FAILED)
+    if status == "interrupted":
+        return RowState(INTERRUPTED)
     if not run.finished:
         if status in (None, "queued"):
             return RowState(WAITING, waiting=True)
@@ -79,6 +85,8 @@ def row_state(run: RunView | None, producer: str | None, lookup: Any, *, record_
         return RowState(UNREACHABLE)
     if lookup is MISSING:
         return RowState(EXPIRED)
+    if lookup is NOT_KEPT:
+        return RowState(RECORDING_STOPPED)
     if lookup is None:
         return RowState(NO_VALUE)
     return RowState(value=lookup)

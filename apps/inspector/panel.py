@@ -43,10 +43,10 @@ class Inspection:
             return cs.MISSING
         try:
             capture = self.store.get(self.run_id, producer, port)
+            if capture is None:
+                return cs.NOT_KEPT if self.store.refused(self.run_id, producer, port) else cs.MISSING
         except StoreUnreachable:
             return cs.UNREACHABLE_STORE
-        if capture is None:
-            return cs.MISSING
         self.serials[(producer, port)] = capture.serial
         return capture.value
 
@@ -218,7 +218,7 @@ class Backward(InspectorTab):
     slug, title, template = "backward", "Backward", "inspector/_backward.html"
 
     def context(self, ins):
-        return {"state": _recorded_extra(ins, "__grads__", backward=True), "grads": []}
+        return {"state": _recorded_extra(ins, "__grads__", backward=True)}
 
 
 def _recorded_extra(ins: Inspection, port: str, backward: bool) -> cs.RowState:

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from django.utils.safestring import SafeString, mark_safe
 
-from apps.runs.engine.events import mean64, pieces
+from apps.runs.engine.events import mean64, parameter_counts, pieces, shape_text, value_kind
 
 WINDOW = 32          # rows and columns of a 2-D slice shown at once
 TEXT_LIMIT = 4000
@@ -27,10 +27,6 @@ def fmt(v: Any) -> str:
     if isinstance(v, float):
         return _fmt_float(v)
     return str(v)
-
-
-def shape_text(shape) -> str:
-    return "[" + ", ".join(str(int(s)) for s in shape) + "]"
 
 
 @dataclass
@@ -60,16 +56,16 @@ class PlainView:
 
 def view(value: Any, index: list[int] | None = None, offset: tuple[int, int] = (0, 0),
          compare: torch.Tensor | None = None):
-    if isinstance(value, torch.Tensor):
+    kind = value_kind(value)
+    if kind == "tensor":
         return tensor_view(value, index or [], offset, compare)
-    if isinstance(value, torch.nn.Module):
-        params = sum(p.numel() for p in value.parameters())
-        return PlainView("model", f"{type(value).__name__} · params {params:,}", "model")
-    if isinstance(value, (bool, int, float)):
+    if kind == "model":
+        return PlainView("model", f"{type(value).__name__} · params {parameter_counts(value)[0]:,}", "model")
+    if kind == "scalar":
         return PlainView("scalar", fmt(value), type(value).__name__)
-    if isinstance(value, str):
+    if kind == "string":
         return PlainView("string", value[:TEXT_LIMIT], f"string · {len(value)} characters")
-    if isinstance(value, (list, tuple)):
+    if kind == "list":
         return PlainView("list", repr(value)[:TEXT_LIMIT], f"{type(value).__name__} · length {len(value)}")
     return PlainView("other", repr(value)[:TEXT_LIMIT], type(value).__name__)
 

@@ -4,10 +4,12 @@ not exist (404), a port with nothing captured is a 404 that says how to capture 
 store that cannot be reached now is a 503."""
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest
+from typing import Callable
+
+from django.http import Http404, HttpRequest, HttpResponse
 
 from codefyui.access import get_visible
-from codefyui.api import ApiError
+from codefyui.api import ApiError, api
 
 from .models import Run
 from .store import UNREACHABLE, Capture, StoreUnreachable, get_store
@@ -47,6 +49,31 @@ def captured(request: HttpRequest, run_id: str, node_id: str, port: str) -> tupl
     capture = store_call(store.get, key, node_id, port)
     if capture is None and not store_call(store.has_run, key):
         raise ApiError(404, f"run '{run_id}' {GONE}")
+    if capture is None and store_call(store.refused, key, node_id, port):
+        raise ApiError(404, f"port '{port}' of node '{node_id}' was not kept: run '{run_id}' stopped recording "
+                            "when its outputs grew larger than the capture store's budget "
+                            "(CODEFYUI_RUN_OUTPUT_STORE_MAX_MB)")
     if capture is None:
         raise ApiError(404, f"port '{port}' of node '{node_id}' was not captured in run '{run_id}'. {CAPTURE_HINT}")
     return key, capture
+
+
+def port_endpoints(answer: Callable[..., HttpResponse]) -> tuple[Callable, Callable]:
+    """The two GET endpoints of one answer about a captured port: by path (.../{node}/{port})
+    and by query (?node_id=&port=). Both check the run and the capture with ``captured``; a
+    captured None is a 204. ``answer(request, run key, node id, port, capture)`` does the rest."""
+    def respond(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
+        key, capture = captured(request, run_id, node_id, port)
+        if capture.value is None:
+            return HttpResponse(status=204)
+        return answer(request, key, node_id, port, capture)
+
+    @api("GET")
+    def by_path(request: HttpRequest, run_id: str, node_id: str, port: str) -> HttpResponse:
+        return respond(request, run_id, node_id, port)
+
+    @api("GET")
+    def by_query(request: HttpRequest, run_id: str) -> HttpResponse:
+        return respond(request, run_id, *port_from_query(request))
+
+    return by_path, by_query

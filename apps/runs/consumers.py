@@ -51,15 +51,14 @@ def fragment(event: dict) -> str:
     """The HTML an event becomes: badge, log row and/or run status, each with hx-swap-oob."""
     kind, node_id = event["kind"], event.get("node_id")
     parts = []
-    if node_id and kind.startswith("node_") and kind != ev.NODE_PROGRESS:
+    if node_id and kind.startswith("node_"):
         status = {"status": kind.removeprefix("node_"), "error": event.get("error")}
         parts.append(render_to_string("editor/_badge.html", {"card": _Card(node_id, status), "oob": True}))
     entry = ev.log_entry(ev.Event(**{k: v for k, v in event.items() if k in ev.Event.__dataclass_fields__}))
     if entry:
-        parts.append(_log(entry))
+        parts.append(render_to_string("editor/_log_append.html", {"entry": entry}))
     if kind == ev.RUN_STARTED or kind in ev.TERMINAL:
-        status = {ev.RUN_STARTED: "running", ev.RUN_COMPLETED: "succeeded", ev.RUN_FAILED: "failed",
-                  ev.RUN_STOPPED: "cancelled"}[kind]
+        status = "running" if kind == ev.RUN_STARTED else ev.TERMINAL_STATUS[kind]
         parts.append(render_to_string("editor/_run_status.html", {"run": _RunView(status, event), "oob": True}))
     return "".join(parts)
 
@@ -78,15 +77,9 @@ def catch_up(run_id: str) -> str:
     parts = [render_to_string("editor/_badge.html", {"card": _Card(node_id, status), "oob": True})
              for node_id, status in run.nodes.items() if "/" not in node_id]
     parts.append(block_badges(run_id, list(run.nodes)))
-    rows = "".join(render_to_string("editor/_log_row.html", {"entry": e}) for e in run.log)
-    parts.append(f'<ol id="log" class="log" aria-live="polite" aria-label="Execution Log" hx-swap-oob="true">{rows}</ol>')
+    parts.append(render_to_string("editor/_log.html", {"run": run, "oob": True}))
     parts.append(render_to_string("editor/_run_status.html", {"run": run, "oob": True}))
     return "".join(parts)
-
-
-def _log(entry: dict) -> str:
-    row = render_to_string("editor/_log_row.html", {"entry": entry})
-    return f'<div hx-swap-oob="beforeend:#log">{row}</div>'
 
 
 class _Card:

@@ -184,7 +184,7 @@ def _with_hits(live: _LiveRun) -> workers.Job:
 
 
 _runs = _Scheduler()
-_caches: dict[int, engine.ExecutionCache] = {}
+_cache = engine.ExecutionCache()  # one for the server, a scope per user (CODEFYUI_EXECUTION_CACHE_MAX_MB)
 _listeners: list[Callable[[ev.Event], None]] = []
 _lock = threading.Lock()
 
@@ -235,10 +235,8 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
 
 def _enqueue(run: Run, planned: engine.Plan, options: dict[str, Any], weights_scope: str = "") -> None:
     """Put a recorded run in the fair queue."""
-    with _lock:
-        cache = _caches.setdefault(run.owner_id, engine.ExecutionCache(conf.EXECUTION_CACHE_MAX_ENTRIES))
     job = workers.Job(planned, engine.RunOptions(run_id=str(run.id), **options, weights_scope=weights_scope))
-    _runs.submit(_LiveRun(run.owner_id, job, cache))
+    _runs.submit(_LiveRun(run.owner_id, job, _cache.scope(run.owner_id)))
 
 
 def reset_weights(weights_scope: str) -> int:
@@ -302,10 +300,16 @@ def delete_run(run: Run) -> None:
 
 
 def mark_interrupted_runs() -> int:
-    """Runs a previous server process left unfinished can never finish: say so."""
-    return Run.objects.filter(status__in=Run.UNFINISHED).update(
-        status=Run.Status.INTERRUPTED, error="The server restarted before this run finished.",
-        finished=timezone.now())
+    """Runs a previous server process left unfinished can never finish: say so, for the run
+    and for each node that was running or queued in it."""
+    runs = list(Run.objects.filter(status__in=Run.UNFINISHED).only("pk", "nodes"))
+    for run in runs:
+        nodes = {node: {**state, "status": "interrupted"} if state.get("status") in ("running", "queued") else state
+                 for node, state in (run.nodes or {}).items()}
+        Run.objects.filter(pk=run.pk, status__in=Run.UNFINISHED).update(
+            status=Run.Status.INTERRUPTED, error="The server restarted before this run finished.",
+            finished=timezone.now(), nodes=nodes)
+    return len(runs)
 
 
 def wait_for(run_id, timeout: float = 30.0) -> Run:
@@ -322,8 +326,6 @@ class _Recorder:
     0.25 s (a flusher writes what a quiet stretch left), so an event costs O(1) whatever
     the graph's size. Readers that need the newest state use ``overlay``."""
 
-    TERMINAL_STATUS = {ev.RUN_COMPLETED: Run.Status.SUCCEEDED, ev.RUN_FAILED: Run.Status.FAILED,
-                       ev.RUN_STOPPED: Run.Status.CANCELLED}
     EVERY_S = 0.25
 
     def __init__(self, run_id: str):
@@ -358,11 +360,11 @@ class _Recorder:
             self.fields.update(status=Run.Status.RUNNING, started=timezone.now(),
                                device=(event.data or {}).get("device", ""))
             return True
-        if event.kind in self.TERMINAL_STATUS:
-            self.fields.update(status=self.TERMINAL_STATUS[event.kind], error=event.error or "",
+        if event.kind in ev.TERMINAL_STATUS:
+            self.fields.update(status=ev.TERMINAL_STATUS[event.kind], error=event.error or "",
                                finished=timezone.now())
             return True
-        if event.node_id and event.kind.startswith("node_") and event.kind != ev.NODE_PROGRESS:
+        if event.node_id and event.kind.startswith("node_"):
             node = {"status": event.kind.removeprefix("node_")}
             if event.error:
                 node["error"] = event.error
@@ -427,6 +429,9 @@ def worker_usage() -> dict[str, int]:
 
 
 def cache_usage() -> dict[str, int]:
-    with _lock:
-        return {"instances": len(_caches), "entries": sum(len(c) for c in _caches.values()),
-                "max_entries_each": conf.EXECUTION_CACHE_MAX_ENTRIES}
+    """The execution cache's entries, users (scopes) and bytes against its budget."""
+    return _cache.usage()
+
+
+def clear_cache() -> None:
+    _cache.clear()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-BADGES = {"running": "Running…", "completed": "Completed", "cached": "Cached", "skipped": "Skipped", "error": "Error"}
+BADGES = {"running": "Running…", "completed": "Completed", "cached": "Cached", "skipped": "Skipped", "error": "Error",
+          "interrupted": "Interrupted"}
 
 
 def badge(status: dict[str, Any]) -> str:

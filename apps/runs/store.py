@@ -2,23 +2,28 @@
 
 ``CaptureStore`` is the interface the engine writes to and the Inspector reads from;
 ``MemoryCaptureStore`` is the server-wide default: the newest ``max_runs`` runs within
-``max_bytes``, whole runs evicted oldest-first, never a run still being written. A worker
+``max_bytes``, whole runs evicted oldest-first, never a run still being written. Runs are
+evicted only to make room for a capture that is kept: a run that would outgrow the budget
+by itself stops recording instead (RecordingStopped) and keeps what it has. A worker
 box will later answer reads remotely through the same interface, raising StoreUnreachable
 while it is away. No Django here.
 """
 from __future__ import annotations
 
 import copy
+import importlib
 import itertools
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
 from codefyui import conf
+
+from .engine.storage import RecordingStopped, StorageKey, count_storages
 
 
 # The seed's words for StoreUnreachable: Inspector rows and the JSON API both say them.
@@ -44,11 +49,17 @@ class CaptureStore(ABC):
     def close_run(self, run_id: str) -> None: ...
 
     @abstractmethod
-    def put(self, run_id: str, node_id: str, port: str, value: Any) -> None: ...
+    def put(self, run_id: str, node_id: str, port: str, value: Any) -> None:
+        """Keep a capture; raises RecordingStopped, once per run, when the run's captures
+        outgrow the budget (that one and the run's later ones are then refused)."""
 
     @abstractmethod
     def get(self, run_id: str, node_id: str, port: str) -> Capture | None:
         """The capture, or None when the store holds nothing for that port."""
+
+    def refused(self, run_id: str, node_id: str, port: str) -> bool:
+        """Whether the port went unkept because its run's recording stopped (RecordingStopped)."""
+        return False
 
     @abstractmethod
     def has_run(self, run_id: str) -> bool: ...
@@ -67,11 +78,16 @@ class CaptureStore(ABC):
 @dataclass
 class _Run:
     slots: dict[tuple[str, str], Capture] = field(default_factory=dict)
-    storages: dict[tuple[str, int], int] = field(default_factory=dict)  # storage -> bytes, counted once
+    storages: dict[StorageKey, int] = field(default_factory=dict)  # storage -> bytes, counted once
+    bytes: int = 0
+    stopped: bool = False                                          # recording stopped: it outgrew the budget
+    refused: set[tuple[str, str]] = field(default_factory=set)     # ports not kept since then
 
-    @property
-    def bytes(self) -> int:
-        return sum(self.storages.values())
+    def recount(self) -> None:
+        self.storages = {}
+        for capture in self.slots.values():
+            count_storages(capture.value, self.storages)
+        self.bytes = sum(self.storages.values())
 
 
 class MemoryCaptureStore(CaptureStore):
@@ -95,18 +111,47 @@ class MemoryCaptureStore(CaptureStore):
             self._evict()
 
     def put(self, run_id: str, node_id: str, port: str, value: Any) -> None:
+        """Keep a capture, evicting older runs to make room for it. A capture that cannot fit
+        even then (this run and the other runs still being written would exceed the budget)
+        evicts nothing: the run's recording stops, RecordingStopped says so once, and this
+        and every later port of the run are refused (``refused`` names them)."""
+        slot = (node_id, port)
+        with self._lock:
+            if self._stopped(run_id, slot):
+                return
         frozen = freeze(value)
         with self._lock:
+            if self._stopped(run_id, slot):
+                return
             run = self._runs.setdefault(run_id, _Run())
-            overwrite = (node_id, port) in run.slots
-            run.slots[(node_id, port)] = Capture(frozen, next(self._serial))
-            if overwrite:  # a loop node rewrote its port: recount what the run still holds
-                run.storages = {}
-                for capture in run.slots.values():
-                    _count(capture.value, run.storages)
+            fresh, held = _would_hold(run, slot, frozen)
+            writing = sum(r.bytes for other, r in self._runs.items() if other in self._open and other != run_id)
+            if self.max_bytes > 0 and held + writing > self.max_bytes:
+                if run.slots.pop(slot, None) is not None:  # never leave an older value behind
+                    run.recount()
+                run.stopped = True
+                run.refused.add(slot)
+                raise RecordingStopped(run.bytes)
+            overwrite = slot in run.slots
+            run.slots[slot] = Capture(frozen, next(self._serial))
+            if overwrite:
+                run.recount()
             else:
-                _count(frozen, run.storages)
+                run.storages.update(fresh)
+                run.bytes = held
             self._evict(keep=run_id)
+
+    def refused(self, run_id: str, node_id: str, port: str) -> bool:
+        with self._lock:
+            run = self._runs.get(run_id)
+            return run is not None and (node_id, port) in run.refused
+
+    def _stopped(self, run_id: str, slot: tuple[str, str]) -> bool:
+        run = self._runs.get(run_id)
+        if run is not None and run.stopped:
+            run.refused.add(slot)
+            return True
+        return False
 
     def get(self, run_id: str, node_id: str, port: str) -> Capture | None:
         with self._lock:
@@ -144,6 +189,21 @@ class MemoryCaptureStore(CaptureStore):
                 total -= self._runs.pop(run_id).bytes
 
 
+def _would_hold(run: _Run, slot: tuple[str, str], value: Any) -> tuple[dict[StorageKey, int], int]:
+    """The storages ``value`` adds to the run, and the bytes the run would then hold."""
+    added: dict[StorageKey, int] = {}
+    count_storages(value, added)
+    fresh = {k: n for k, n in added.items() if k not in run.storages}
+    if slot not in run.slots:
+        return fresh, run.bytes + sum(fresh.values())
+    storages: dict[StorageKey, int] = {}  # a loop node rewrote its port: count what would remain
+    for other, capture in run.slots.items():
+        if other != slot:
+            count_storages(capture.value, storages)
+    count_storages(value, storages)
+    return fresh, sum(storages.values())
+
+
 def freeze(value: Any) -> Any:
     """What a capture keeps: a value no later node or run can change under it.
 
@@ -170,28 +230,21 @@ def freeze(value: Any) -> Any:
     return value
 
 
-def _tensors(value: Any) -> Iterator[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, torch.nn.Module):
-        yield from value.parameters()
-        yield from value.buffers()
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _tensors(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _tensors(v)
-
-
-def _count(value: Any, storages: dict[tuple[str, int], int]) -> None:
-    for t in _tensors(value):
-        storage = t.untyped_storage()
-        storages.setdefault((str(t.device), storage.data_ptr()), storage.nbytes())
-
-
 _store: CaptureStore | None = None
 _store_lock = threading.Lock()
+
+
+def store_class() -> type[CaptureStore]:
+    """The CaptureStore class CODEFYUI_RUN_OUTPUT_STORE_CLASS names (checked at start-up)."""
+    path = conf.RUN_OUTPUT_STORE_CLASS
+    module, _, name = path.rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise RuntimeError(f"CODEFYUI_RUN_OUTPUT_STORE_CLASS: cannot import {path!r} ({exc})") from None
+    if not (isinstance(found, type) and issubclass(found, CaptureStore)):
+        raise RuntimeError(f"CODEFYUI_RUN_OUTPUT_STORE_CLASS: {path!r} is not a CaptureStore")
+    return found
 
 
 def get_store() -> CaptureStore:
@@ -199,7 +252,7 @@ def get_store() -> CaptureStore:
     global _store
     with _store_lock:
         if _store is None:
-            _store = MemoryCaptureStore()
+            _store = store_class()()
         return _store
 
 

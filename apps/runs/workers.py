@@ -34,7 +34,7 @@ from typing import Any, Callable
 import torch
 import torch.multiprocessing as torch_mp
 
-from .engine import RunOptions, execute, timeout_message
+from .engine import RunOptions, execute, timeout_message, warm_up
 from .engine import events as ev
 from .engine.plan import Plan
 from .engine.weights import WEIGHTS
@@ -174,6 +174,7 @@ def worker_main(sock: socket.socket, threads: int) -> None:
                 os._exit(0)
 
     threading.Thread(target=listen, daemon=True, name="worker-listen").start()
+    warm_up()  # what the element limit's first meta run loads, before the first run needs it
     send("ready", os.getpid())
     while True:
         job, cancel = incoming.get()

@@ -8,6 +8,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from apps.runs.engine.events import shape_text
+
 WIDTH, HEIGHT = 360, 190
 LEFT, RIGHT, TOP, BOTTOM = 52, 12, 10, 46           # room for the axes' labels
 LABEL_EVERY_CLASS_UP_TO = 16                         # more classes: label the first and the last only
@@ -24,7 +26,7 @@ def stats_rows(summary: dict) -> list[tuple[str, str]]:
 
 
 def _tensor_rows(s: dict) -> list[tuple[str, str]]:
-    rows = [("Shape", " × ".join(str(d) for d in s["shape"]) or "scalar"), ("Dtype", s["dtype"]),
+    rows = [("Shape", shape_text(s["shape"]) if s["shape"] else "scalar"), ("Dtype", s["dtype"]),
             ("Device", s["device"]), ("Count", _number(s["count"]))]
     if s.get("sampled"):
         rows.append(("Sampled", f"mean, std, quantiles and histogram from {_number(s['sample_size'])} elements"))

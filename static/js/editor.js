@@ -1,5 +1,8 @@
 /* The editor's only script: what needs one. Every action here posts the same forms the
-   page offers without JavaScript; the server stays the single source of truth. */
+   page offers without JavaScript; the server stays the single source of truth. It builds no
+   URL itself: the page names each one in a data attribute (data-url, data-add-url,
+   data-connect-url on #editor; data-move-url, data-details-url on a card; data-summary-url
+   on an edge; data-activate-url on a segment's bubble), with the page state already in it. */
 (function () {
   "use strict";
   var zoom = 1;
@@ -11,9 +14,12 @@
   function tabId() { return editor() && editor().dataset.tab; }
   function csrf() { var t = document.querySelector("[name=csrfmiddlewaretoken]"); return t ? t.value : ""; }
 
-  function post(path, values) {
+  function post(url, values) {
     values = Object.assign({ csrfmiddlewaretoken: csrf(), _state: editor().dataset.state || "" }, values);
-    return htmx.ajax("POST", "/editor/" + tabId() + "/" + path, { target: "#editor", swap: "outerHTML", values: values });
+    return htmx.ajax("POST", url, { target: "#editor", swap: "outerHTML", values: values });
+  }
+  function refresh() {  // re-render the editor as it stands (its state kept)
+    htmx.ajax("GET", editor().dataset.url, { target: "#editor", swap: "outerHTML" });
   }
 
   function canvasPoint(event) {
@@ -41,9 +47,9 @@
   document.addEventListener("pointerup", function () {
     if (!drag) return;
     var d = drag; drag = null;
-    if (!d.moved) return;
+    if (!d.moved || !d.card.dataset.moveUrl) return;  // cards inside a block stay put
     d.card.dataset.justDragged = "1";
-    post("nodes/" + encodeURIComponent(d.card.dataset.node) + "/move",
+    post(d.card.dataset.moveUrl,
          { x: Math.round(parseFloat(d.card.style.left)), y: Math.round(parseFloat(d.card.style.top)) });
   });
   document.addEventListener("click", function (event) {
@@ -64,7 +70,7 @@
     if (!type || !event.target.closest("#canvas-wrap")) return;
     event.preventDefault();
     var p = canvasPoint(event);
-    post("nodes/add", { type: type, x: Math.round(p.x - 92), y: Math.round(p.y - 15) });
+    post(editor().dataset.addUrl, { type: type, x: Math.round(p.x - 92), y: Math.round(p.y - 15) });
   });
   document.addEventListener("dblclick", function (event) {
     if (!event.target.closest("#canvas-wrap") || event.target.closest(".card")) return;
@@ -106,7 +112,7 @@
   });
   function connect(target, targetPort) {
     var a = armed; disarm();
-    post("connect", { source: a.node, source_port: a.port, target: target, target_port: targetPort });
+    post(editor().dataset.connectUrl, { source: a.node, source_port: a.port, target: target, target_port: targetPort });
   }
   function disarm() {
     armed = null;
@@ -136,7 +142,7 @@
   // A bubble's border makes that segment the active one.
   document.addEventListener("click", function (event) {
     var rect = event.target.closest && event.target.closest("rect.bubble");
-    if (rect && !rect.classList.contains("active")) post("segments/" + encodeURIComponent(rect.dataset.segment) + "/activate", {});
+    if (rect && !rect.classList.contains("active")) post(rect.dataset.activateUrl, {});
   });
 
   // -- keyboard shortcuts (ignored while typing) ------------------------------------------
@@ -185,17 +191,12 @@
     var status = t.content.querySelector("#run-status");
     if (status && /status-(succeeded|failed|cancelled)/.test(status.className)) {
       // The run is over: re-render the editor so everything (Stop, Runs panel, Backward…) is current.
-      htmx.ajax("GET", window.location.pathname + "?" + (editor().dataset.state || ""), { target: "#editor", swap: "outerHTML" });
+      refresh();
     }
   });
 
   // -- Node details: a modal dialog over the editor ----------------------------------------
   function dialog() { return document.getElementById("details-dialog"); }
-  function detailsUrl(node) {
-    var s = new URLSearchParams(editor().dataset.state || "");
-    var query = s.get("run") ? "?run=" + encodeURIComponent(s.get("run")) : "";
-    return "/editor/" + tabId() + "/details/" + encodeURIComponent(node) + "/" + query;
-  }
   function openDetails(url) {
     var d = dialog();
     if (!d) { window.location = url; return; }
@@ -230,7 +231,7 @@
   });
   document.addEventListener("dblclick", function (event) {
     var card = event.target.closest(".card");
-    if (card && tabId()) { event.preventDefault(); openDetails(detailsUrl(card.dataset.node)); }
+    if (card && tabId()) { event.preventDefault(); openDetails(card.dataset.detailsUrl); }
   });
   document.addEventListener("keydown", function (event) {
     var d = dialog();
@@ -250,30 +251,28 @@
     }
     if (event.key === "Enter" && tabId() && !event.target.closest("input, textarea, select, button, a")) {
       var selected = document.querySelector(".card.selected");
-      if (selected) { event.preventDefault(); openDetails(detailsUrl(selected.dataset.node)); }
+      if (selected) { event.preventDefault(); openDetails(selected.dataset.detailsUrl); }
     }
     if (event.key === "Escape") { hideEdge(); hideMenu(); }
   });
   document.addEventListener("close", function (event) {
-    if (event.target === dialog()) {  // show what the dialog changed (a rename, new params)
-      htmx.ajax("GET", window.location.pathname + "?" + (editor().dataset.state || ""), { target: "#editor", swap: "outerHTML" });
-    }
+    if (event.target === dialog()) refresh();  // show what the dialog changed (a rename, new params)
   }, true);
 
   // -- right-click a node: Open details ------------------------------------------------------
-  var menuNode = null;
+  var menuCard = null;
   function hideMenu() { var m = document.getElementById("context-menu"); if (m) m.hidden = true; }
   document.addEventListener("contextmenu", function (event) {
     var card = event.target.closest(".card"), menu = document.getElementById("context-menu");
     if (!card || !menu) return;
     event.preventDefault();
-    menuNode = card.dataset.node;
+    menuCard = card;
     menu.style.left = event.clientX + "px"; menu.style.top = event.clientY + "px";
     menu.hidden = false;
     menu.querySelector("button").focus();
   });
   document.addEventListener("click", function (event) {
-    if (event.target.closest("[data-open-details]")) { hideMenu(); openDetails(detailsUrl(menuNode)); }
+    if (event.target.closest("[data-open-details]")) { hideMenu(); openDetails(menuCard.dataset.detailsUrl); }
     else if (!event.target.closest("#context-menu")) hideMenu();
   });
 
@@ -283,9 +282,8 @@
     var path = event.target.closest && event.target.closest("path.edge:not(.trigger)");
     var popover = document.getElementById("edge-popover");
     if (!path) { if (popover && !event.target.closest("#edge-popover")) hideEdge(); return; }
-    var s = new URLSearchParams(editor().dataset.state || "");
-    var url = "/editor/" + tabId() + "/edges/" + encodeURIComponent(path.dataset.edge) + "/" +
-              (s.get("run") ? "?run=" + encodeURIComponent(s.get("run")) : "");
+    var url = path.dataset.summaryUrl;
+    if (!url) return;  // an edge inside a block has no summary of its own
     popover.style.left = event.clientX + "px"; popover.style.top = event.clientY + "px";
     htmx.ajax("GET", url, { target: "#edge-popover", swap: "innerHTML" }).then(function () { popover.hidden = false; });
   });

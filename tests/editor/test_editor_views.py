@@ -233,6 +233,7 @@ def test_this_server_shows_version_counts_and_store_usage(student_client, tab):
     """SP21: This Server shows the version, node and preset counts, and each store's usage, with Refresh."""
     body = page(student_client, tab)
     assert "39 nodes · 0 presets" in body and "Recorded outputs: 0 of 20 runs" in body and ">Refresh</a>" in body
+    assert "Execution cache: 0 results of 0 users, 0\xa0bytes of 1.0\xa0GB" in body
 
 
 def test_closing_a_running_tab_asks_first(student_client, tab, student):
@@ -260,6 +261,15 @@ def test_importing_a_broken_file_says_why(student_client):
     from django.core.files.uploadedfile import SimpleUploadedFile
     body = student_client.post("/editor/tabs/import", {"file": SimpleUploadedFile("x.json", b"{oops")}, follow=True).content.decode()
     assert "x.json could not be imported: Invalid JSON at line 1" in body
+
+
+
+@pytest.mark.parametrize("back, lands", [("/editor/5/?node=a", "/editor/5/?node=a"),
+                                         ("https://elsewhere.example/phish", "/editor/"),
+                                         ("//elsewhere.example/", "/editor/"), ("editor:tab", "/editor/")])
+def test_a_refused_import_goes_back_only_to_a_page_of_this_site(student_client, back, lands):
+    response = student_client.post("/editor/tabs/import", {"_back": back})
+    assert response.status_code == 302 and response.url == lands
 
 
 def test_save_stores_the_tab_as_a_graph(student_client, student, tab):

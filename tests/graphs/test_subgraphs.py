@@ -68,3 +68,8 @@ def test_a_broken_block_in_a_file_is_named():
     with pytest.raises(document.DocumentError) as broken:
         document.load(json.dumps(bad))
     assert any(p.startswith("nodes[0].data.params.subgraph.") for p in broken.value.problems)
+
+
+def test_a_block_whose_inside_was_interrupted_reads_interrupted_never_running():
+    statuses = {"b/one": {"status": "completed"}, "b/two": {"status": "interrupted"}}
+    assert subgraphs.rolled_up_status("b", statuses) == {"status": "interrupted"}

@@ -1,10 +1,10 @@
 """One pure function decides every Inspector message; a test per message."""
 from __future__ import annotations
 
-from apps.inspector.capture_state import (EXPIRED, FAILED, FROM_BLOCK, GRAPH_RUNNING, MISSING, NO_VALUE,
-                                          NOT_IN_RUN, NOTHING_CAPTURED, RUN_TO_CAPTURE, RUNNING,
-                                          TURN_RECORD_ON, UNREACHABLE, UNREACHABLE_STORE, WAITING,
-                                          RunView, row_state)
+from apps.inspector.capture_state import (EXPIRED, FAILED, FROM_BLOCK, GRAPH_RUNNING, INTERRUPTED, MISSING,
+                                          NO_VALUE, NOT_IN_RUN, NOT_KEPT, NOTHING_CAPTURED, RECORDING_STOPPED,
+                                          RUN_TO_CAPTURE, RUNNING, TURN_RECORD_ON, UNREACHABLE,
+                                          UNREACHABLE_STORE, WAITING, RunView, row_state)
 
 
 def run(finished=True, recorded=True, **statuses):
@@ -46,6 +46,18 @@ def test_backward_waits_for_the_whole_run():
 def test_expired():
     """IN10: "Run data expired — re-run to capture" when the server holds no capture for that port."""
     assert state(run(n="completed"), lookup=MISSING).message == "Run data expired — re-run to capture" == EXPIRED
+
+
+def test_a_port_not_kept_because_the_run_outgrew_the_store_says_why():
+    """A run larger than the capture budget stopped recording: its unkept rows say so, not "expired"."""
+    assert state(run(n="completed"), lookup=NOT_KEPT).message == RECORDING_STOPPED
+    assert "CODEFYUI_RUN_OUTPUT_STORE_MAX_MB" in RECORDING_STOPPED
+
+
+def test_a_node_interrupted_by_a_restart_never_reads_running():
+    """After a restart, a node that was running reads interrupted, whatever the store holds."""
+    assert state(run(n="interrupted"), lookup=MISSING).message == INTERRUPTED
+    assert state(run(finished=False, n="interrupted")).message == INTERRUPTED
 
 
 def test_worker_unreachable():

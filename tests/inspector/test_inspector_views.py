@@ -182,7 +182,7 @@ def test_details_steps_to_the_previous_and_next_node(student_client, tab):
 def test_renaming_in_details_returns_to_details(student_client, tab):
     """ND10: the node name is a rename field."""
     response = student_client.post(f"/editor/{tab.pk}/nodes/reshape/rename", {"label": "flatten", "_details": "1", "_state": "node=reshape"})
-    assert response.url == f"/editor/{tab.pk}/details/reshape/?"
+    assert response.url == f"/editor/{tab.pk}/details/reshape/"
     tab.refresh_from_db()
     assert tab.document["nodes"][2]["data"]["label"] == "flatten"
 
@@ -200,3 +200,14 @@ def test_clicking_an_edge_after_a_run_summarises_what_flowed(student_client, tab
     assert "Reshape → Softmax (tensor)" in body and "[1, 16]" in body and "torch.float32" in body
     assert f"/editor/{tab.pk}/details/reshape/?run={finished.pk}&amp;pane=stats&amp;port=tensor#stats-outtensor" in body
     assert "Nothing captured yet" in student_client.get(f"/editor/{tab.pk}/edges/{edge}/").content.decode()
+
+
+def test_a_node_running_when_the_server_stopped_reads_interrupted_after_a_restart(student_client, tab, student):
+    """After a restart, the node that was running shows Interrupted on the canvas and in the Inspector."""
+    run = Run.objects.create(owner=student, status=Run.Status.RUNNING, nodes={
+        "start": {"status": "completed"}, "input": {"status": "completed"}, "reshape": {"status": "running"}})
+    service.mark_interrupted_runs()
+    body = page(student_client, tab, f"node=reshape&run={run.pk}")
+    assert 'class="badge badge-interrupted" role="status">Interrupted</span>' in body
+    assert "Interrupted: the server restarted while this node was running; run the graph again" in body
+    assert "Running…" not in body and "Node is running…" not in body

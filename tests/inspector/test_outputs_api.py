@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from apps.runs.engine.storage import RecordingStopped
 from apps.runs.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -67,6 +68,15 @@ def test_a_gone_run_answers_404_with_guidance(student_client, run, fresh_store):
     fresh_store.drop_run(str(run.pk))
     detail = student_client.get(url(run, "x", "tensor")).json()["detail"]
     assert "no longer held by the server" in detail and "Record node outputs" in detail
+
+
+def test_a_port_not_kept_when_its_run_outgrew_the_store_says_so(student_client, run, fresh_store):
+    fresh_store.max_bytes = 1024
+    with pytest.raises(RecordingStopped):
+        fresh_store.put(str(run.pk), "big", "tensor", torch.zeros(1024))
+    response = student_client.get(url(run, "big", "tensor"))
+    assert response.status_code == 404
+    assert "stopped recording" in response.json()["detail"] and "CODEFYUI_RUN_OUTPUT_STORE_MAX_MB" in response.json()["detail"]
 
 
 def test_delete_drops_the_captures(student_client, run, fresh_store):

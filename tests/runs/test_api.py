@@ -141,10 +141,12 @@ def test_an_unfinished_run_cannot_be_deleted_but_can_be_cancelled(student_client
 
 
 def test_runs_left_running_by_a_restart_are_marked_interrupted(student):
-    run = Run.objects.create(owner=student, status=Run.Status.RUNNING)
+    run = Run.objects.create(owner=student, status=Run.Status.RUNNING, nodes={
+        "done": {"status": "completed"}, "busy": {"status": "running"}})
     assert service.mark_interrupted_runs() == 1
     run.refresh_from_db()
     assert run.status == "interrupted"
+    assert run.nodes == {"done": {"status": "completed"}, "busy": {"status": "interrupted"}}
 
 
 def test_health_reports_version_nodes_and_store_usage(student_client):

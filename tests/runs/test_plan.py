@@ -88,3 +88,32 @@ def test_two_edges_into_one_input_are_refused():
         plan([node("start", "Start"), node("a", "TensorInput"), node("b", "TensorInput"), node("s", "Softmax")],
              [trigger("a"), data("a", "s"), data("b", "s")])
     assert any("more than one connection" in p for p in invalid.value.problems)
+
+
+class _CountedEdge(dict):
+    """An edge that counts how often planning reads it."""
+
+    reads = 0
+
+    def __getitem__(self, key):
+        _CountedEdge.reads += 1
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        _CountedEdge.reads += 1
+        return super().get(key, default)
+
+
+def test_planning_is_linear_in_nodes_and_edges():
+    """A 10,000-node chain is planned reading each edge a few times, not once per node."""
+    size = 10_000
+    nodes = [node("start", "Start"), node("n0", "TensorCreate", shape="2")]
+    nodes += [node(f"n{i}", "Activation") for i in range(1, size)]
+    edges = [trigger("n0")] + [data(f"n{i - 1}", f"n{i}") for i in range(1, size)]
+    doc = document.normalise({"nodes": nodes, "edges": edges})
+    doc["edges"] = [_CountedEdge(e) for e in doc["edges"]]
+    _CountedEdge.reads = 0
+    planned = plan_run(doc)
+    assert list(planned.nodes)[:3] == ["start", "n0", "n1"] and len(planned.nodes) == size + 1
+    assert list(planned.nodes)[-1] == f"n{size - 1}"
+    assert _CountedEdge.reads < 30 * len(edges)  # a scan of every edge per node would read 10,000x more

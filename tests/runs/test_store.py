@@ -1,8 +1,10 @@
 """The capture store: newest 20 runs and a byte budget, whole runs evicted oldest-first."""
 from __future__ import annotations
 
+import pytest
 import torch
 
+from apps.runs.engine.storage import RecordingStopped
 from apps.runs.store import MemoryCaptureStore
 
 MB = 2**20
@@ -36,13 +38,49 @@ def test_byte_budget_evicts_oldest_whole_runs():
 
 def test_the_run_being_written_is_never_evicted():
     store = MemoryCaptureStore(max_runs=20, max_bytes=1 * MB)
-    put_run(store, "old", torch.zeros(MB // 8))
+    store.open_run("writing")
+    store.put("writing", "a", "tensor", torch.zeros(MB // 8))
+    put_run(store, "newer", torch.zeros(MB // 8))
+    put_run(store, "newest", torch.zeros(MB // 8))  # over budget: the oldest closed run goes
+    assert store.has_run("writing") and not store.has_run("newer") and store.has_run("newest")
+
+
+def test_a_run_larger_than_the_budget_keeps_what_fits_and_stops_recording():
+    """An oversize run evicts only for captures it keeps, then stops and says so once."""
+    store = MemoryCaptureStore(max_runs=20, max_bytes=2 * MB)
+    put_run(store, "other-student", torch.zeros(MB // 4))                 # 1 MiB
     store.open_run("big")
-    store.put("big", "a", "tensor", torch.zeros(MB // 4))
-    store.put("big", "b", "tensor", torch.zeros(MB // 4))
-    assert store.has_run("big") and len(store.ports("big")) == 2
-    assert not store.has_run("old")
-    assert store.usage()["bytes"] > store.usage()["max_bytes"]  # visible in health
+    store.put("big", "a", "tensor", torch.zeros(MB // 4))                 # fits beside it
+    assert store.has_run("other-student")
+    with pytest.raises(RecordingStopped) as stopped:
+        store.put("big", "b", "tensor", torch.zeros(MB // 2))            # 3 MiB alone: cannot fit
+    assert stopped.value.kept_bytes == MB
+    store.put("big", "c", "tensor", torch.zeros(4))                       # refused quietly from now on
+    store.close_run("big")
+    assert store.has_run("other-student") and store.usage()["bytes"] == 2 * MB
+    assert store.ports("big") == [("a", "tensor")]
+    assert store.refused("big", "b", "tensor") and store.refused("big", "c", "tensor")
+    assert not store.refused("big", "a", "tensor") and not store.refused("other-student", "n0", "tensor")
+
+
+def test_room_for_a_kept_capture_is_made_by_evicting_whole_runs_oldest_first():
+    store = MemoryCaptureStore(max_runs=20, max_bytes=2 * MB)
+    put_run(store, "oldest", torch.zeros(MB // 4))
+    put_run(store, "older", torch.zeros(MB // 4))
+    store.open_run("new")
+    store.put("new", "a", "tensor", torch.zeros(MB // 4))
+    assert not store.has_run("oldest") and store.has_run("older") and store.has_run("new")
+
+
+def test_a_capture_that_only_fits_without_other_runs_still_being_written_evicts_nothing():
+    store = MemoryCaptureStore(max_runs=20, max_bytes=2 * MB)
+    put_run(store, "done", torch.zeros(MB // 8))
+    store.open_run("first")
+    store.put("first", "a", "tensor", torch.zeros(MB // 4))
+    store.open_run("second")
+    with pytest.raises(RecordingStopped):
+        store.put("second", "a", "tensor", torch.zeros(MB // 4 + 1))
+    assert store.has_run("done") and store.has_run("first")
 
 
 def test_zero_megabytes_leaves_only_the_run_count():
@@ -107,3 +145,25 @@ def test_the_run_limit_is_twenty_unless_the_school_raises_it(monkeypatch):
     finally:
         monkeypatch.undo()
         importlib.reload(conf)
+
+
+def test_the_store_class_is_chosen_by_a_dotted_path(monkeypatch):
+    from apps.runs import store
+    from codefyui import conf
+    monkeypatch.setattr(conf, "RUN_OUTPUT_STORE_CLASS", "tests.runs.test_store.TinyStore")
+    store.set_store(None)
+    assert isinstance(store.get_store(), TinyStore)
+
+
+@pytest.mark.parametrize("path", ["apps.runs.store.NoSuchStore", "nowhere.Store", "apps.runs.store.Capture"])
+def test_a_wrong_store_class_is_named_in_the_error(monkeypatch, path):
+    from apps.runs import store
+    from codefyui import conf
+    monkeypatch.setattr(conf, "RUN_OUTPUT_STORE_CLASS", path)
+    with pytest.raises(RuntimeError, match="CODEFYUI_RUN_OUTPUT_STORE_CLASS"):
+        store.store_class()
+
+
+class TinyStore(MemoryCaptureStore):
+    def __init__(self):
+        super().__init__(max_runs=1)

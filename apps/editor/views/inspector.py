@@ -1,5 +1,6 @@
-"""Inspector fragments: one port row (re-fetched when its producer finishes or a slice is
-chosen). The panel itself renders inside the editor page from the same templates."""
+"""Inspector fragments: the Inspector column, one port row (re-fetched when its producer
+finishes or a slice is chosen) and an edge's summary. The panel also renders inside the
+editor page, from the same templates."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -15,8 +16,21 @@ from apps.inspector import capture_state as cs
 from apps.inspector.panel import find_row
 from codefyui.access import get_visible
 
-from ..context import inspected_run, inspection, inspector, page_state, run_view, state_query
+from ..context import inspected_run, inspection, inspector, run_view
 from ..models import Tab
+from ..state import PageState
+
+NODE_GONE = "This node is no longer in the graph."
+PORT_GONE = "This port is no longer connected."
+EDGE_GONE = "That connection no longer exists."
+
+
+def _gone(request: HttpRequest, message: str, status: int = 200) -> HttpResponse:
+    return render(request, "inspector/_gone.html", {"message": message}, status=status)
+
+
+def _state(request: HttpRequest, node_id: str, run) -> PageState:
+    return PageState.of(request).but(node=node_id, run=str(run.id) if run else "")
 
 
 @require_GET
@@ -26,11 +40,10 @@ def inspect_panel(request: HttpRequest, tab_id: int, node_id: str) -> HttpRespon
     run = inspected_run(request, tab)
     shown = inspection(request, tab.document, node_id, run).doc
     if not any(n["id"] == node_id for n in shown["nodes"]):
-        return HttpResponse('<p class="row-message" role="status">This node is no longer in the graph.</p>', status=404)
-    state = page_state(request, node_id, run)
+        return _gone(request, NODE_GONE, status=404)
+    state = _state(request, node_id, run)
     return render(request, "inspector/_panel.html", {
-        "tab": tab, "state": state, "state_query": state_query(state), "base_query": state_query({**state, "node": ""}),
-        "inspector": inspector(request, tab.document, node_id, run, state["view"] or "forward")})
+        "tab": tab, "state": state, "inspector": inspector(request, tab.document, node_id, run, state.view or "forward")})
 
 
 @require_GET
@@ -39,13 +52,11 @@ def inspect_row(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse
     run = inspected_run(request, tab)
     ins = inspection(request, tab.document, node_id, run)
     if not any(n["id"] == node_id for n in ins.doc["nodes"]):
-        return HttpResponse('<p class="row-message" role="status">This node is no longer in the graph.</p>')
+        return _gone(request, NODE_GONE)
     row, _ = find_row(ins, request.GET.get("key", ""))
     if row is None:
-        return HttpResponse('<p class="row-message" role="status">This port is no longer connected.</p>')
-    state = page_state(request, node_id, run)
-    return render(request, "inspector/_row.html", {"row": row, "tab": tab, "state": state,
-                                                  "state_query": state_query(state)})
+        return _gone(request, PORT_GONE)
+    return render(request, "inspector/_row.html", {"row": row, "tab": tab, "state": _state(request, node_id, run)})
 
 
 @require_GET
@@ -55,24 +66,24 @@ def edge_summary(request: HttpRequest, tab_id: int, edge_id: str) -> HttpRespons
     doc = tab.document
     edge = next((e for e in doc["edges"] if e["id"] == edge_id and not document.is_trigger(e)), None)
     if edge is None:
-        return HttpResponse('<p class="row-message" role="status">That connection no longer exists.</p>', status=404)
+        return _gone(request, EDGE_GONE, status=404)
     run = inspected_run(request, tab)
     labels = {n["id"]: document.node_label(n) for n in doc["nodes"]}
     source, port = edge["source"], edge["sourceHandle"]
     # The small summary is kept on the Run row, so it outlives the captures and needs no recording.
     lookup = (run.nodes.get(source, {}).get("summary") or {}).get(port, cs.MISSING) if run else cs.MISSING
     view = run_view(run)
-    state = cs.row_state(replace(view, recorded=True) if view else None, source, lookup, record_now=True)
-    page = page_state(request, source, run)
-    summary = state.value if state.has_value else None
+    captured = cs.row_state(replace(view, recorded=True) if view else None, source, lookup, record_now=True)
+    state = _state(request, source, run)
+    summary = captured.value if captured.has_value else None
     rows = [(name.capitalize(), summary[key]) for key, name in SUMMARY_ROWS if summary and summary.get(key) is not None]
     template = "inspector/edge.html#summary" if request.htmx else "inspector/edge.html"
     return render(request, template, {
         "tab": tab, "edge": edge, "title": f"{labels[source]} → {labels[edge['target']]} ({port})",
-        "state": state, "rows": rows, "page": page, "port": port,
-        "stats_url": f"{reverse('editor:node-details', args=[tab.pk, source])}?{state_query({**page, 'node': ''})}"
-                     f"&pane=stats&port={port}#stats-{slugify('out.' + port)}",
-        "back_url": f"{reverse('editor:tab', args=[tab.pk])}?{state_query(page)}",
+        "captured": captured, "state": state, "rows": rows, "port": port,
+        "stats_url": state.url(reverse("editor:node-details", args=[tab.pk, source]), node="", pane="stats", port=port)
+                     + f"#stats-{slugify('out.' + port)}",
+        "back_url": state.url(reverse("editor:tab", args=[tab.pk])),
     })
 
 

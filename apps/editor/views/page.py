@@ -4,8 +4,6 @@ htmx, its #editor partial from the same template); a POST applies one change and
 without JavaScript."""
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode
-
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -17,8 +15,7 @@ from codefyui.access import get_visible, visible_to
 
 from ..context import editor_context
 from ..models import Tab
-
-STATE_KEYS = ("node", "run", "view", "panel", "inside")  # see context.page_state
+from ..state import PageState
 
 
 def get_tab(request: HttpRequest, tab_id) -> Tab:
@@ -32,21 +29,16 @@ def posted_tab(request: HttpRequest) -> Tab | None:
     return get_visible(Tab.objects, request.user, tab_id) if tab_id else None
 
 
-def editor_url(tab: Tab | None, **state) -> str:
-    """The editor for a tab, keeping the page state (see STATE_KEYS)."""
-    base = reverse("editor:tab", args=[tab.pk]) if tab else reverse("editor:index")
-    query = urlencode({k: v for k, v in state.items() if v})
-    return f"{base}?{query}" if query else base
-
-
 def back(request: HttpRequest, tab: Tab | None, **changes) -> HttpResponse:
-    """302 to the editor with the state the form carried, changed as given."""
-    state = {k: v for k, v in parse_qsl(request.POST.get("_state", "")) if k in STATE_KEYS}
-    state.update(changes)
-    if tab and request.POST.get("_details") and state.get("node"):  # the form sat in Node details
-        details = reverse("editor:node-details", args=[tab.pk, state.pop("node")])
-        return redirect(f"{details}?{urlencode({k: v for k, v in state.items() if v})}")
-    return redirect(editor_url(tab, **state)) if tab else redirect("editor:index")
+    """302 to the editor with the state the form carried, changed as given (a change may
+    also add a one-off flag such as ``confirm_close``)."""
+    if tab is None:
+        return redirect("editor:index")
+    state = PageState.posted(request)
+    node = changes.get("node", state.node)
+    if request.POST.get("_details") and node:  # the form sat in Node details
+        return redirect(state.url(reverse("editor:node-details", args=[tab.pk, node]), **{**changes, "node": ""}))
+    return redirect(state.url(reverse("editor:tab", args=[tab.pk]), **changes))
 
 
 def apply_edit(request: HttpRequest, tab_id: int, change, new: str = "", **state) -> HttpResponse:
@@ -79,8 +71,7 @@ def _render(request: HttpRequest, context: dict) -> HttpResponse:
         return render(request, "editor/editor.html", context)
     response = render(request, "editor/editor.html#editor", context)
     # Keep the address bar on this tab and node, but without the run: a reload starts fresh.
-    query = urlencode([(k, v) for k, v in request.GET.items() if k in ("node", "view", "inside")])
-    response["HX-Push-Url"] = request.path + (f"?{query}" if query else "")
+    response["HX-Push-Url"] = context["state"].url(request.path, run="", panel="")
     return response
 
 
@@ -89,7 +80,7 @@ def editor(request: HttpRequest) -> HttpResponse:
     """The welcome screen while no tab is open."""
     tab = visible_to(Tab.objects, request.user).first()
     if tab is not None:
-        return redirect(editor_url(tab))
+        return redirect("editor:tab", tab.pk)
     return _render(request, editor_context(request, None))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.runs import service
@@ -12,7 +13,8 @@ from codefyui.access import get_visible, visible_to
 
 from ..models import Tab
 from ..prefs import Prefs
-from .page import back, editor_url, get_tab, posted_tab
+from ..state import PageState
+from .page import back, get_tab, posted_tab
 
 
 @require_POST
@@ -62,4 +64,4 @@ def run_open(request: HttpRequest, run_id: str) -> HttpResponse:
         return redirect("editor:index")
     tab.last_run = target
     tab.save(update_fields=["last_run"])
-    return redirect(editor_url(tab, run=str(target.id)))
+    return redirect(PageState(run=str(target.id)).url(reverse("editor:tab", args=[tab.pk])))

@@ -3,8 +3,9 @@ the workspace file."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.graphs.models import Graph
@@ -42,9 +43,17 @@ def tab_import(request: HttpRequest) -> HttpResponse:
         tabs = workspace.import_file(request.user, upload)
     except workspace.ImportRefused as exc:
         messages.error(request, str(exc))
-        return redirect(request.POST.get("_back") or "editor:index")
+        return _back_to(request)
     messages.success(request, f"Imported {len(tabs)} tab{'s' if len(tabs) != 1 else ''}.")
     return back(request, tabs[0])
+
+
+def _back_to(request: HttpRequest) -> HttpResponse:
+    """To the page the form came from (its ``_back`` field), if that is a page of this site."""
+    target = request.POST.get("_back", "")
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return HttpResponseRedirect(target)
+    return redirect("editor:index")
 
 
 @require_POST

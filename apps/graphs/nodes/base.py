@@ -13,9 +13,6 @@ from typing import Any, Callable, ClassVar, Protocol
 
 # -- port types -------------------------------------------------------------------------
 
-PORT_TYPES = ("TENSOR", "MODEL", "DATASET", "DATALOADER", "OPTIMIZER", "LOSS_FN", "SCALAR",
-              "STRING", "IMAGE", "LIST", "ANY", "TRIGGER")
-
 PORT_COLOURS = {
     "TENSOR": "#4CAF50", "MODEL": "#2196F3", "DATASET": "#FF9800", "DATALOADER": "#9C27B0",
     "OPTIMIZER": "#F44336", "LOSS_FN": "#E91E63", "SCALAR": "#00BCD4", "STRING": "#8BC34A",
@@ -144,7 +141,7 @@ class RunContext(Protocol):
     verbose: bool          # Verbose internals: record __steps__
 
     def generator(self) -> Any: ...                       # a torch.Generator on CPU, seeded when the run is
-    def check_size(self, elements: int, what: str) -> None: ...  # refuse huge allocations before making them
+    def check_size(self, elements: int, what: str) -> None: ...  # refuse a layer whose weights together are too many
     def log(self, text: str) -> None: ...                 # a line in the run log (Print output)
     def step(self, name: str, description: str = "", tensors: dict | None = None,
              scalars: dict | None = None) -> None: ...    # one row of the __steps__ trace

@@ -11,10 +11,12 @@ import torch
 # Event kinds, in the order a run can emit them.
 RUN_STARTED = "run_started"
 NODE_RUNNING, NODE_COMPLETED, NODE_CACHED = "node_running", "node_completed", "node_cached"
-NODE_ERROR, NODE_SKIPPED, NODE_PROGRESS = "node_error", "node_skipped", "node_progress"
+NODE_ERROR, NODE_SKIPPED = "node_error", "node_skipped"
 LOG = "log"
 RUN_COMPLETED, RUN_FAILED, RUN_STOPPED = "run_completed", "run_failed", "run_stopped"
-TERMINAL = (RUN_COMPLETED, RUN_FAILED, RUN_STOPPED)
+# The status a run ends with after each terminal event (a Run row's, a RunOutcome's).
+TERMINAL_STATUS = {RUN_COMPLETED: "succeeded", RUN_FAILED: "failed", RUN_STOPPED: "cancelled"}
+TERMINAL = tuple(TERMINAL_STATUS)
 
 
 @dataclass
@@ -26,7 +28,7 @@ class Event:
     error: str | None = None
     text: str | None = None                 # a log line (Print output, warnings)
     level: str = "info"                     # info | success | warning | error
-    data: dict[str, Any] | None = None      # progress payload
+    data: dict[str, Any] | None = None      # run_started: {"device": ...}
     time: float = field(default_factory=time.time)
 
     def to_dict(self) -> dict[str, Any]:
@@ -55,9 +57,37 @@ def mean64(t: torch.Tensor) -> float:
     return sum(part.sum(dtype=torch.float64).item() for part in pieces(t)) / t.numel()
 
 
+def value_kind(value: Any) -> str:
+    """What a port's value is, in the words the summaries, the Inspector and the outputs API
+    share: tensor, model, scalar, string, list, none, or else its type's own name."""
+    if isinstance(value, torch.Tensor):
+        return "tensor"
+    if isinstance(value, torch.nn.Module):
+        return "model"
+    if isinstance(value, bool | int | float):
+        return "scalar"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "list"
+    return "none" if value is None else type(value).__name__
+
+
+def shape_text(shape) -> str:
+    """A tensor's shape as people read it here: [1, 16]."""
+    return "[" + ", ".join(str(int(s)) for s in shape) + "]"
+
+
+def parameter_counts(model: torch.nn.Module) -> tuple[int, int]:
+    """(all parameters, trainable ones) of a model."""
+    params = list(model.parameters())
+    return sum(p.numel() for p in params), sum(p.numel() for p in params if p.requires_grad)
+
+
 def summarise(value: Any) -> dict[str, Any]:
     """A small, JSON-safe description of one port's value (reference §3, output_summary)."""
-    if isinstance(value, torch.Tensor):
+    kind = value_kind(value)
+    if kind == "tensor":
         out: dict[str, Any] = {"type": "tensor", "shape": list(value.shape), "dtype": str(value.dtype)}
         if value.numel() and value.dtype != torch.bool and not value.is_complex():
             t = value.detach()
@@ -68,19 +98,18 @@ def summarise(value: Any) -> dict[str, Any]:
             else:
                 out.update(min=lo.item(), max=hi.item())
         return out
-    if isinstance(value, torch.nn.Module):
-        params = sum(p.numel() for p in value.parameters())
-        trainable = sum(p.numel() for p in value.parameters() if p.requires_grad)
+    if kind == "model":
+        params, trainable = parameter_counts(value)
         return {"type": "model", "class": type(value).__name__, "params": params, "trainable": trainable}
-    if isinstance(value, bool | int | float):
+    if kind == "scalar":
         return {"type": "scalar", "value": json_number(value) if isinstance(value, float) else value}
-    if isinstance(value, str):
+    if kind == "string":
         return {"type": "string", "value": value[:200]}
-    if isinstance(value, list | tuple):
+    if kind == "list":
         return {"type": "list", "length": len(value), "repr": repr(value)[:200]}
-    if value is None:
+    if kind == "none":
         return {"type": "none"}
-    return {"type": type(value).__name__, "repr": repr(value)[:200]}
+    return {"type": kind, "repr": repr(value)[:200]}
 
 
 def log_entry(event: Event) -> dict[str, Any] | None:

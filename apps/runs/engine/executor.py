@@ -12,6 +12,7 @@ belongs to that run alone.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import logging
 import random
 import threading
@@ -29,7 +30,9 @@ from apps.graphs.nodes.base import NodeError, ParamError
 from codefyui import conf
 
 from . import events as ev
-from .cache import ExecutionCache, cache_key
+from .cache import CacheScope, ExecutionCache, cache_key
+from .limits import element_limit
+from .storage import RecordingStopped
 from .plan import Plan, PlannedNode
 from .weights import WEIGHTS, structure_hash
 
@@ -153,14 +156,11 @@ class _Context:
             self.log(f"{self._node.label} continues with the weights kept from the previous run")
         return module.to(self.device)
 
-    def progress(self, data: dict[str, Any]) -> None:
-        self._emit(ev.Event(ev.NODE_PROGRESS, self._options.run_id, self.node_id, data=data))
-
-
 # -- the run ------------------------------------------------------------------------------
 
 def execute(plan: Plan, options: RunOptions, emit: Emit, captures: Any = None,
-            cancel: threading.Event | None = None, cache: ExecutionCache | None = None) -> RunOutcome:
+            cancel: threading.Event | None = None,
+            cache: ExecutionCache | CacheScope | None = None) -> RunOutcome:
     cancel = cancel or threading.Event()
     device, warning = resolve_device(options.device)
     outcome = RunOutcome(options.run_id, "succeeded", str(device))
@@ -223,8 +223,12 @@ class _Runner:
         self.results: dict[str, dict[str, Any]] = {}
         self.keys = cache_keys(plan, options, str(device)) if self.cache is not None else {}
         self.waiting = {i: set(n.after) for i, n in plan.nodes.items()}
+        self.dependents: dict[str, list[str]] = {}
+        for i, node in plan.nodes.items():
+            for dep in node.after:
+                self.dependents.setdefault(dep, []).append(i)
         self.order = {i: k for k, i in enumerate(plan.nodes)}
-        self.ready = [i for i, deps in self.waiting.items() if not deps]
+        self.ready = [(self.order[i], i) for i, deps in self.waiting.items() if not deps]  # a heap, in plan order
 
     def run(self) -> RunOutcome:
         opts = self.options
@@ -237,7 +241,7 @@ class _Runner:
             while True:
                 stopping = self.cancel.is_set() or failure is not None
                 while not stopping and self.ready and len(running) < workers:
-                    node = self.plan.nodes[self.ready.pop(0)]
+                    node = self.plan.nodes[heapq.heappop(self.ready)[1]]
                     if not self._serve_from_cache(node):
                         self.emit(ev.Event(ev.NODE_RUNNING, opts.run_id, node.id))
                         running[pool.submit(self._run_node, node)] = node.id
@@ -270,7 +274,8 @@ class _Runner:
                 torch.manual_seed(ctx.seed)
                 np.random.seed(ctx.seed % 2**32)
                 random.seed(ctx.seed)
-            outputs = node.cls().run(ctx, dict(node.params), **inputs)
+            with element_limit(node.label, self.options.max_elements):
+                outputs = node.cls().run(ctx, dict(node.params), **inputs)
             if not isinstance(outputs, dict):
                 raise NodeError(f"returned {type(outputs).__name__} instead of its outputs")
             if any(inputs[k]._version != v for k, v in versions.items()):
@@ -332,21 +337,21 @@ class _Runner:
 
     def _capture(self, node_id: str, outputs: dict[str, Any], steps: list) -> None:
         run_id = self.options.run_id
-        for port, value in outputs.items():
-            if not port.startswith("__"):
+        ports = [(port, value) for port, value in outputs.items() if not port.startswith("__")]
+        for port, value in ports + ([("__steps__", steps)] if steps else []):
+            try:
                 self.captures.put(run_id, node_id, port, value)
-        if steps:
-            self.captures.put(run_id, node_id, "__steps__", steps)
+            except RecordingStopped as stop:
+                _log(self.emit, self.outcome, run_id, None, recording_stopped(stop.kept_bytes), "warning")
 
     def _done(self, node: PlannedNode, outputs: dict[str, Any]) -> None:
         self.results[node.id] = outputs
         self.outcome.outputs[node.id] = outputs
-        for other, deps in self.waiting.items():
-            if node.id in deps:
-                deps.discard(node.id)
-                if not deps:
-                    self.ready.append(other)
-        self.ready.sort(key=self.order.__getitem__)
+        for other in self.dependents.get(node.id, ()):
+            deps = self.waiting[other]
+            deps.discard(node.id)
+            if not deps:
+                heapq.heappush(self.ready, (self.order[other], other))
 
     def _finish(self, kind: str, error: str | None = None) -> RunOutcome:
         return _finish(self.plan, self.outcome, self.emit, kind, error)
@@ -358,10 +363,15 @@ def _finish(plan: Plan, outcome: RunOutcome, emit: Emit, kind: str, error: str |
         if node_id not in outcome.nodes:
             outcome.nodes[node_id] = NodeResult("skipped")
             emit(ev.Event(ev.NODE_SKIPPED, outcome.run_id, node_id))
-    outcome.status = {ev.RUN_COMPLETED: "succeeded", ev.RUN_FAILED: "failed", ev.RUN_STOPPED: "cancelled"}[kind]
+    outcome.status = ev.TERMINAL_STATUS[kind]
     outcome.error = error
     emit(ev.Event(kind, outcome.run_id, error=error, level="error" if error else "success"))
     return outcome
+
+
+def recording_stopped(kept_bytes: int) -> str:
+    return (f"Recording stopped after {round(kept_bytes / 2**20, 1):g} MB: this run's outputs are larger than "
+            "the capture store's budget (CODEFYUI_RUN_OUTPUT_STORE_MAX_MB)")
 
 
 def _summaries(outputs: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 from apps.graphs.document import NOTE_TYPE, is_trigger, node_label
 from apps.graphs.edits import EditError
 from apps.graphs.nodes.base import Node, resolve, types_compatible
+from apps.graphs.reach import data_links, reachable
 from apps.graphs.subgraphs import flatten
 
 DRAFT_MESSAGE = ("No entry points defined. Drag a Start node from the palette and connect it "
@@ -60,12 +61,19 @@ def plan_run(doc: dict[str, Any]) -> Plan:
         raise DraftGraph()
 
     runnable = _executable_set(nodes, triggers, data_edges)
+    into: dict[str, list[dict]] = {}          # every edge by its target, once: planning stays linear
+    for e in data_edges:
+        into.setdefault(e["target"], []).append(e)
+    triggered_by: dict[str, set[str]] = {}
+    for e in triggers:
+        triggered_by.setdefault(e["target"], set()).add(e["source"])
+    params = _Params(nodes)
     problems: list[str] = []
     warnings: list[str] = []
     planned: dict[str, PlannedNode] = {}
     for node_id, node in nodes.items():
         found = problems if node_id in runnable else warnings
-        item = _plan_node(node, nodes, data_edges, triggers, found)
+        item = _plan_node(node, nodes, into.get(node_id, ()), triggered_by.get(node_id, set()), params, found)
         if item and node_id in runnable:
             planned[node_id] = item
     order = _topological(planned, problems) if not problems else []
@@ -75,43 +83,44 @@ def plan_run(doc: dict[str, Any]) -> Plan:
                 skipped=[i for i in nodes if i not in runnable])
 
 
+class _Params:
+    """Each node's class and coerced params, worked out once however many edges read them."""
+
+    def __init__(self, nodes: dict[str, dict[str, Any]]):
+        self._nodes = nodes
+        self._known: dict[str, tuple[type[Node] | None, dict[str, Any], list[str]]] = {}
+
+    def __call__(self, node_id: str) -> tuple[type[Node] | None, dict[str, Any], list[str]]:
+        known = self._known.get(node_id)
+        if known is None:
+            node = self._nodes[node_id]
+            cls = resolve(node["type"])
+            values, problems = cls.coerce_params(node["data"].get("params", {})) if cls else ({}, [])
+            known = self._known[node_id] = (cls, values, problems)
+        return known
+
+
 def _executable_set(nodes, triggers, data_edges) -> set[str]:
     """Entry points, everything they feed, everything feeding that, and their Start nodes."""
-    downstream: dict[str, list[str]] = {}
-    upstream: dict[str, list[str]] = {}
-    for e in data_edges:
-        downstream.setdefault(e["source"], []).append(e["target"])
-        upstream.setdefault(e["target"], []).append(e["source"])
-    entries = [e["target"] for e in triggers]
-    reached = _reach(entries, downstream)
-    reached = _reach(list(reached), upstream)
+    reached = reachable([e["target"] for e in triggers], data_links(data_edges))
+    reached = reachable(reached, data_links(data_edges, backward=True))
     return reached | {e["source"] for e in triggers if e["target"] in reached}
 
 
-def _reach(start: list[str], links: dict[str, list[str]]) -> set[str]:
-    seen, stack = set(start), list(start)
-    while stack:
-        for nxt in links.get(stack.pop(), ()):
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return seen
-
-
-def _plan_node(node, nodes, data_edges, triggers, problems: list[str]) -> PlannedNode | None:
+def _plan_node(node, nodes, incoming, triggered_by: set[str], coerced: _Params,
+               problems: list[str]) -> PlannedNode | None:
     node_id, type_key = node["id"], node["type"]
-    cls = resolve(type_key)
+    cls, params, param_problems = coerced(node_id)
     if cls is None:
         problems.append(f"Unknown node type: {type_key} ({node_id})")
         return None
     where = f"{node_id} ({type_key})"
-    params, param_problems = cls.coerce_params(node["data"].get("params", {}))
     problems.extend(f"Node {where}: {p}" for p in param_problems)
 
     inputs: dict[str, tuple[str, str]] = {}
-    for e in (e for e in data_edges if e["target"] == node_id):
+    for e in incoming:
         source = nodes[e["source"]]
-        source_cls = resolve(source["type"])
+        source_cls, source_params, _ = coerced(e["source"])
         port = cls.input_port(e["targetHandle"], params)
         if port is None:
             problems.append(f"Invalid input port '{e['targetHandle']}' on {type_key} ({node_id})")
@@ -122,7 +131,6 @@ def _plan_node(node, nodes, data_edges, triggers, problems: list[str]) -> Planne
         inputs[port.name] = (e["source"], e["sourceHandle"])
         if source_cls is None:
             continue
-        source_params, _ = source_cls.coerce_params(source["data"].get("params", {}))
         out = next((p for p in source_cls.output_ports(source_params) if p.name == e["sourceHandle"]), None)
         if out is None:
             problems.append(f"Invalid output port '{e['sourceHandle']}' on {source['type']} ({source['id']})")
@@ -132,22 +140,33 @@ def _plan_node(node, nodes, data_edges, triggers, problems: list[str]) -> Planne
     for port in cls.input_ports(params):
         if not port.optional and port.name not in inputs:
             problems.append(f"Missing required input '{port.name}' on node {where}")
-    after = {src for src, _ in inputs.values()} | {e["source"] for e in triggers if e["target"] == node_id}
+    after = {src for src, _ in inputs.values()} | triggered_by
     return PlannedNode(node_id, type_key, node_label(node), cls, params, inputs, frozenset(after))
 
 
 def _topological(planned: dict[str, PlannedNode], problems: list[str]) -> list[str]:
-    """Kahn's order, keeping document order among ready nodes; a cycle is a problem."""
-    waiting = {i: set(n.after) & planned.keys() for i, n in planned.items()}
+    """Kahn's order, level by level, keeping document order within a level; a cycle is a problem."""
+    position = {i: k for k, i in enumerate(planned)}
+    waiting: dict[str, int] = {}
+    dependents: dict[str, list[str]] = {}
+    for i, node in planned.items():
+        deps = [d for d in node.after if d in position]
+        waiting[i] = len(deps)
+        for d in deps:
+            dependents.setdefault(d, []).append(i)
+    level = [i for i, n in waiting.items() if n == 0]
     order: list[str] = []
-    while waiting:
-        ready = [i for i, deps in waiting.items() if not deps]
-        if not ready:
-            problems.append("Graph contains a cycle: " + ", ".join(sorted(waiting)))
-            return []
-        for i in ready:
-            del waiting[i]
-            order.append(i)
-        for deps in waiting.values():
-            deps.difference_update(ready)
+    while level:
+        order += level
+        unblocked = []
+        for i in level:
+            for j in dependents.get(i, ()):
+                waiting[j] -= 1
+                if waiting[j] == 0:
+                    unblocked.append(j)
+        level = sorted(unblocked, key=position.__getitem__)
+    if len(order) < len(planned):
+        done = set(order)
+        problems.append("Graph contains a cycle: " + ", ".join(sorted(i for i in planned if i not in done)))
+        return []
     return order

@@ -69,9 +69,5 @@ class WeightStore:
         with self._lock:
             return sum(1 for k in self._modules if k[0] == scope)
 
-    def usage(self) -> dict[str, int]:
-        with self._lock:
-            return {"modules": len(self._modules), "max_modules": self.max_modules}
-
 
 WEIGHTS = WeightStore()

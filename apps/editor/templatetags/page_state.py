@@ -1,0 +1,30 @@
+"""``{% page_url 'editor:tab' tab.pk node=card.id %}``: a URL that keeps the page's state
+(the template's ``state``, a PageState), changed as given. ``{% page_query panel='' %}``:
+the same as a relative ``?query``. ``{% window_query row.key r c %}``: a link to another
+window of a row's value grid. ``{% tab_url t %}``: another tab, on the run it last started."""
+from django import template
+from django.urls import reverse
+
+from ..state import PageState
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def page_url(context, name: str, *args, **changes) -> str:
+    return context["state"].url(reverse(name, args=args), **changes)
+
+
+@register.simple_tag(takes_context=True)
+def page_query(context, **changes) -> str:
+    return "?" + context["state"].query(**changes)
+
+
+@register.simple_tag(takes_context=True)
+def window_query(context, key: str, row: int, col: int) -> str:
+    return "?" + context["state"].query(**{f"o.{key}": f"{row},{col}"})
+
+
+@register.simple_tag
+def tab_url(tab) -> str:
+    return PageState(run=str(tab.last_run_id or "")).url(reverse("editor:tab", args=[tab.pk]))

@@ -1,0 +1,41 @@
+"""The bytes a value holds in tensors, each storage counted once: views of one tensor, and
+the same tensor reached twice, share their storage. The capture store and the execution
+cache budget their bytes this way."""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import torch
+
+StorageKey = tuple[str, int]  # (device, address): unique among storages alive together
+
+
+def tensors(value: Any) -> Iterator[torch.Tensor]:
+    """Every tensor in a value: itself, a module's parameters and buffers, inside containers."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, torch.nn.Module):
+        yield from value.parameters()
+        yield from value.buffers()
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from tensors(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from tensors(v)
+
+
+def count_storages(value: Any, storages: dict[StorageKey, int]) -> None:
+    """Add the value's storages (key -> bytes) to ``storages``; one already there adds nothing."""
+    for t in tensors(value):
+        storage = t.untyped_storage()
+        storages.setdefault((str(t.device), storage.data_ptr()), storage.nbytes())
+
+
+class RecordingStopped(Exception):
+    """A capture store's answer to a put that would take the run past the store's budget:
+    nothing more of the run is kept. ``kept_bytes``: what the run keeps."""
+
+    def __init__(self, kept_bytes: int):
+        self.kept_bytes = kept_bytes
+        super().__init__(f"recording stopped after {kept_bytes} bytes")

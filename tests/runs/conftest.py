@@ -1,8 +1,0 @@
-import pytest
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    from apps.runs import service
-    service._caches.clear()
-    yield

@@ -1,0 +1,114 @@
+"""The element limit holds for every node, before anything is allocated, in one place."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from apps.graphs import document
+from apps.graphs.nodes.base import Node, Port, register
+from apps.runs.engine import RunOptions, execute, plan_run
+
+LIMIT = 10_000  # small, so each case stays tiny: every case below asks for 40,000 or more
+
+
+def graph(inputs: dict[str, str], node_type: str, params: dict) -> dict:
+    """Start -> one TensorCreate (zeros of the given shape) per input port -> the node."""
+    nodes = [{"id": "start", "type": "Start"},
+             {"id": "node", "type": node_type, "data": {"label": "Big", "params": params}}]
+    edges = [{"id": "t", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": "node"}]
+    for port, shape in inputs.items():
+        nodes.append({"id": port, "type": "TensorCreate", "data": {"params": {"shape": shape, "fill": "zeros"}}})
+        edges.append({"id": f"e-{port}", "source": port, "sourceHandle": "tensor",
+                      "target": "node", "targetHandle": port})
+    return document.normalise({"nodes": nodes, "edges": edges})
+
+
+def run(doc, max_elements=LIMIT):
+    return execute(plan_run(doc), RunOptions(run_id="limits", max_elements=max_elements), lambda event: None)
+
+
+CASES = {
+    "Add broadcast": (graph({"tensor_a": "200,1", "tensor_b": "1,200"}, "Add", {}), "[200, 200]"),
+    "Multiply broadcast": (graph({"tensor_a": "200,1", "tensor_b": "1,200"}, "Multiply", {}), "[200, 200]"),
+    "Conv2d padding": (graph({"tensor": "1,1,1,1"}, "Conv2d", {
+        "in_channels": 1, "out_channels": 1, "kernel_size": 1, "stride": 1, "padding": 100}), "[1, 1, 201, 201]"),
+    "ConvTranspose2d stride": (graph({"tensor": "1,1,2,2"}, "ConvTranspose2d", {
+        "in_channels": 1, "out_channels": 1, "kernel_size": 1, "stride": 200, "padding": 0}), "[1, 1, 201, 201]"),
+    "AdaptiveAvgPool2d": (graph({"tensor": "1,1,2,2"}, "AdaptiveAvgPool2d", {
+        "output_height": 200, "output_width": 200}), "[1, 1, 200, 200]"),
+    "Linear": (graph({"tensor": "1000,1"}, "Linear", {"in_features": 1, "out_features": 40}), "[1000, 40]"),
+    "Embedding": (graph({"tensor": "400"}, "Embedding", {"num_embeddings": 10, "embedding_dim": 100}), "[400, 100]"),
+    "MultiHeadAttention": (graph({"query": "200,4", "key": "200,4", "value": "200,4"}, "MultiHeadAttention", {
+        "embed_dim": 4, "num_heads": 1}), "200, 200]"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_node_whose_output_is_over_the_limit_is_refused_with_its_name_shape_and_limit(case):
+    """Each of the eight outputs the issue found past CODEFYUI_MAX_TENSOR_ELEMENTS is refused by name."""
+    doc, shape = CASES[case]
+    outcome = run(doc)
+    assert outcome.status == "failed"
+    error = outcome.nodes["node"].error
+    assert error.startswith("Big would need a tensor of shape ")
+    assert shape in error
+    assert "more than the 10,000 this server allows (CODEFYUI_MAX_TENSOR_ELEMENTS)" in error
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_same_nodes_run_under_a_limit_they_fit(case):
+    """The guard refuses only what is too large: with room enough, each case runs."""
+    doc, _ = CASES[case]
+    assert run(doc, max_elements=100_000).status == "succeeded"
+
+
+@register
+class _Grow(Node):
+    """Test node written without any size check, as a plugin author might."""
+    type = "test:Grow"
+    category = "Utility"
+    inputs = (Port("tensor"),)
+    outputs = (Port("tensor"),)
+
+    def run(self, ctx, params, tensor):
+        big = torch.ones(300, 300)      # an intermediate the node never returns
+        return {"tensor": tensor + big.sum()}
+
+
+@register
+class _Select(Node):
+    """Test node whose result size depends on the data (masked_select cannot run on meta)."""
+    type = "test:Select"
+    category = "Utility"
+    inputs = (Port("tensor"),)
+    outputs = (Port("tensor"),)
+
+    def run(self, ctx, params, tensor):
+        return {"tensor": torch.masked_select(tensor, torch.ones(1, 200, dtype=torch.bool))}
+
+
+def test_tensor_create_is_refused_before_allocating():
+    """40 GB of ones would take the server down if allocated: it is refused first, at the default limit."""
+    doc = graph({}, "TensorCreate", {"shape": "100000,100000", "fill": "ones"})
+    outcome = run(doc, max_elements=100_000_000)
+    assert ("Big would need a tensor of shape [100000, 100000] (10,000,000,000 elements), more than the "
+            "100,000,000 this server allows (CODEFYUI_MAX_TENSOR_ELEMENTS)") in outcome.nodes["node"].error
+
+
+def test_a_node_added_later_is_covered_intermediates_included():
+    """A node that never calls a check is held to the limit, even for a tensor it only uses inside."""
+    outcome = run(graph({"tensor": "2"}, "test:Grow", {}))
+    assert "would need a tensor of shape [300, 300] (90,000 elements)" in outcome.nodes["node"].error
+
+
+def test_a_data_dependent_result_is_checked_right_after_it_is_made():
+    """An op that cannot run on meta still cannot hand on a result over the limit."""
+    outcome = run(graph({"tensor": "200,1"}, "test:Select", {}))
+    assert "would need a tensor of shape [40000]" in outcome.nodes["node"].error
+    assert run(graph({"tensor": "20,1"}, "test:Select", {})).status == "succeeded"
+
+
+def test_a_limit_refusal_does_not_stay_in_force_after_the_node():
+    """The guard covers only the node it wraps: the engine's own work afterwards is not refused."""
+    run(graph({"tensor": "2"}, "test:Grow", {}))
+    assert torch.ones(300, 300).numel() == 90_000
