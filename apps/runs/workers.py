@@ -36,7 +36,9 @@ import torch.multiprocessing as torch_mp
 
 from .engine import RunOptions, execute, timeout_message, warm_up
 from .engine import events as ev
+from .engine.executor import recording_stopped
 from .engine.plan import Plan
+from .engine.storage import RecordingStopped
 from .engine.weights import WEIGHTS
 from .store import CaptureStore, freeze
 from .wire import Wire
@@ -220,7 +222,10 @@ class Assignment:
         if kind == "event":
             self.emit(payload[0])
         elif kind == "capture" and self.captures is not None:
-            self.captures.put(self.run_id, *payload)
+            try:
+                self.captures.put(self.run_id, *payload)
+            except RecordingStopped as stop:  # the store's budget: said once in the run log
+                self.emit(ev.Event(ev.LOG, self.run_id, text=recording_stopped(stop.kept_bytes), level="warning"))
         elif kind == "cache" and self.cache is not None:
             self.cache.put(*payload)
         elif kind == "weights":

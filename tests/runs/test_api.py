@@ -213,3 +213,18 @@ def test_stopping_a_queued_run_takes_it_out_of_the_queue(student, tmp_path):
     assert service.queue_place(waiting) is None
     (tmp_path / "held.go").touch()
     assert service.wait_for(held.pk).status == "succeeded"
+
+
+def test_a_run_past_the_capture_budget_says_so_once_in_its_log(student):
+    """Captures cross from the run's worker to the server's store; its refusal reaches the run log."""
+    from apps.runs.store import MemoryCaptureStore, set_store
+    set_store(MemoryCaptureStore(max_bytes=2**20))
+    nodes = [{"id": "start", "type": "Start"}] + [
+        {"id": f"big{i}", "type": "TensorCreate", "data": {"params": {"shape": "512,1024", "fill": "ones"}}} for i in range(2)]
+    edges = [{"id": f"t{i}", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": f"big{i}"}
+             for i in range(2)]
+    run = service.wait_for(service.start_run(student, document.normalise({"nodes": nodes, "edges": edges})).pk)
+    assert run.status == "succeeded", run.error
+    stopped = [e["text"] for e in run.log if e["text"].startswith("Recording stopped after")]
+    assert stopped == ["Recording stopped after 0 MB: this run's outputs are larger than the capture store's budget "
+                       "(CODEFYUI_RUN_OUTPUT_STORE_MAX_MB)"]
