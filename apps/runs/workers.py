@@ -316,6 +316,7 @@ class _Worker:
         self.retiring = False
         self.assignment: Assignment | None = None
         self.ending: tuple[str, str] | None = None   # (terminal kind, reason) when the server ends it
+        self.reader: threading.Thread | None = None  # the thread that takes in what it sends
 
     def send(self, *message) -> None:
         self.wire.send(message)
@@ -395,6 +396,7 @@ class WorkerPool:
                 worker.process.kill()
         for worker in workers:
             worker.process.join(5)
+            worker.reader.join(5)  # it has seen the end of its worker's socket
 
     def _spawn(self) -> None:
         ours, theirs = socket.socketpair()
@@ -407,7 +409,9 @@ class WorkerPool:
         worker = _Worker(process, Wire(ours))
         with self._lock:
             self._workers.append(worker)
-        threading.Thread(target=self._serve, args=(worker,), daemon=True, name=f"run-worker-{process.pid}").start()
+        worker.reader = threading.Thread(target=self._serve, args=(worker,), daemon=True,
+                                         name=f"run-worker-{process.pid}")
+        worker.reader.start()
 
     def _serve(self, worker: _Worker) -> None:
         """Everything one worker sends, until it ends; then fail what it held and replace it."""
