@@ -1,7 +1,10 @@
 """What Record node outputs costs: a 20-node chain of [64, 256] float tensors, run with
-recording on and off, interleaved; prints the ratio of median run times.
+recording on and off, interleaved; prints the ratio of median run times, in this process
+(the engine alone) and through a run worker process as the server runs it (each capture
+crosses to this process by shared memory and goes into the store here).
 
-Goal (issue: foundation): recording costs at most 15 %, i.e. a ratio <= 1.15.
+Goals: recording costs at most 15 % (issue: foundation), at most 10 % with runs in
+worker processes (issue 11): the last line is the worker path's ratio.
 Run: .venv/bin/python bench/capture_overhead.py [--runs N]
 """
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -20,6 +24,7 @@ import torch  # noqa: E402
 from apps.graphs import document  # noqa: E402
 from apps.runs.engine import RunOptions, execute, plan_run  # noqa: E402
 from apps.runs.store import MemoryCaptureStore  # noqa: E402
+from apps.runs.workers import Assignment, Job, WorkerPool  # noqa: E402
 
 CHAIN = ["ScalarMultiply", "Activation", "Softmax", "Add"]  # cycled to 19 nodes after the input
 
@@ -39,6 +44,34 @@ def twenty_node_graph() -> dict:
     return document.normalise({"nodes": nodes, "edges": edges})
 
 
+def interleaved(runs: int, run_once) -> tuple[float, float]:
+    """Median seconds of ``run_once(record)`` with recording on and off, taken in turns."""
+    timings: dict[bool, list[float]] = {True: [], False: []}
+    for i in range(runs + 5):
+        for record in (True, False) if i % 2 else (False, True):
+            started = time.perf_counter()
+            run_once(record)
+            if i >= 5:  # warm-up runs are not counted
+                timings[record].append(time.perf_counter() - started)
+    return statistics.median(timings[True]), statistics.median(timings[False])
+
+
+def in_this_process(plan, store, record: bool) -> None:
+    outcome = execute(plan, RunOptions(run_id=uuid.uuid4().hex, record=record), lambda e: None, captures=store)
+    assert outcome.status == "succeeded", outcome.error
+
+
+def through(pool: WorkerPool, plan, store, record: bool) -> None:
+    """One run as the server runs it: in a worker, its events and captures coming back here."""
+    done, ends = threading.Event(), []
+    assignment = Assignment(Job(plan, RunOptions(run_id=uuid.uuid4().hex, record=record)),
+                            lambda e: e.kind == "run_completed" and ends.append(e), store, None,
+                            lambda a: done.set())
+    assert pool.run(assignment)
+    done.wait(60)
+    assert ends, "the run did not complete"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=60)
@@ -46,21 +79,20 @@ def main() -> None:
     torch.set_num_threads(1)
     plan = plan_run(twenty_node_graph())
     store = MemoryCaptureStore()
-    timings: dict[bool, list[float]] = {True: [], False: []}
-    for i in range(args.runs + 5):
-        for record in (True, False) if i % 2 else (False, True):
-            started = time.perf_counter()
-            outcome = execute(plan, RunOptions(run_id=uuid.uuid4().hex, record=record), lambda e: None, captures=store)
-            elapsed = time.perf_counter() - started
-            assert outcome.status == "succeeded", outcome.error
-            if i >= 5:  # warm-up runs are not counted
-                timings[record].append(elapsed)
-    on, off = statistics.median(timings[True]), statistics.median(timings[False])
+    on, off = interleaved(args.runs, lambda record: in_this_process(plan, store, record))
     print(f"20 nodes of [64, 256] float32, {args.runs} runs each, interleaved")
-    print(f"median run, recording off: {off * 1e3:.2f} ms")
-    print(f"median run, recording on:  {on * 1e3:.2f} ms")
+    print(f"in this process: median run, recording off {off * 1e3:.2f} ms, on {on * 1e3:.2f} ms: ratio {on / off:.3f}")
+    pool = WorkerPool(1, 0, 1, lambda: None).start()
+    try:
+        while not pool.free():
+            time.sleep(0.05)
+        w_on, w_off = interleaved(args.runs, lambda record: through(pool, plan, store, record))
+    finally:
+        pool.close()
+    print(f"through a run worker: median run, recording off {w_off * 1e3:.2f} ms, on {w_on * 1e3:.2f} ms: "
+          f"ratio {w_on / w_off:.3f} (each capture {(w_on - w_off) / 20 * 1e3:.3f} ms)")
     print(f"store after the runs: {store.usage()}")
-    print(f"figure: capture_overhead_ratio = {on / off:.3f}")
+    print(f"figure: capture_overhead_ratio = {w_on / w_off:.3f}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ import re
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -35,7 +34,6 @@ from django.core.management import call_command  # noqa: E402
 
 from apps.graphs import document  # noqa: E402
 from apps.runs import service  # noqa: E402
-from apps.runs.engine import ExecutionCache  # noqa: E402
 from apps.runs.engine import events as ev  # noqa: E402
 from apps.runs.models import Run  # noqa: E402
 from codefyui.routing import websocket_urlpatterns  # noqa: E402
@@ -64,16 +62,14 @@ async def measure() -> list[float]:
     assert (await communicator.connect())[0]
     await communicator.receive_from(timeout=5)  # catch-up
     doc = chain()
-    worker = threading.Thread(target=service._execute, args=(run.pk, service.plan(doc), service.run_options(doc),
-                                                           threading.Event(), ExecutionCache()))
-    worker.start()
+    await database_sync_to_async(service._enqueue)(run, service.plan(doc), service.run_options(doc))
     arrived: dict[str, float] = {}
     while len(arrived) < NODES - 1:
         message = await communicator.receive_from(timeout=30)
         now = time.time()
         for node_id in BADGE.findall(message):
             arrived.setdefault(node_id, now)
-    worker.join()
+    await database_sync_to_async(service.wait_for)(run.pk)
     await communicator.disconnect()
     return [(arrived[n] - finished[n]) * 1e3 for n in arrived if n in finished]
 

@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, WebSockets through Channels' URL router."""
+"""ASGI entry point: HTTP through Django, WebSockets through Channels' URL router; start-up
+marks runs a previous process left unfinished and starts the run workers."""
 import gc
 import os
 
@@ -12,10 +13,10 @@ from codefyui.handler import SyncStackASGIHandler  # noqa: E402
 
 django_application = SyncStackASGIHandler()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter  # noqa: E402
 
-from codefyui.routing import same_origin, websocket_urlpatterns  # noqa: E402
+from apps.runs.api import wait_for_runs  # noqa: E402
+from codefyui.routing import websocket_application  # noqa: E402
 
 
 def _recover_runs() -> None:
@@ -27,6 +28,12 @@ def _recover_runs() -> None:
         mark_interrupted_runs()
     except DatabaseError:  # not migrated yet; `manage.py migrate` first
         pass
+
+
+def _start_run_workers() -> None:
+    """Runs execute in a supervised pool of worker processes that lives as long as this server."""
+    from apps.runs.service import start_workers
+    start_workers()
 
 
 def _settle_heap() -> None:
@@ -46,10 +53,11 @@ def _settle_heap() -> None:
 
 
 _recover_runs()
+_start_run_workers()
 
 application = ProtocolTypeRouter({
-    "http": django_application,
-    "websocket": same_origin(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    "http": wait_for_runs(django_application),
+    "websocket": websocket_application(),
 })
 
 _settle_heap()

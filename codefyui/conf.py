@@ -35,6 +35,23 @@ MAX_GRAPH_MB = _int("CODEFYUI_MAX_GRAPH_MB", 2)
 # Execution: nodes that may run side by side in one run, runs that may run side by side.
 MAX_PARALLEL_NODES = _int("CODEFYUI_MAX_PARALLEL_NODES", 4)
 MAX_CONCURRENT_RUNS = _int("CODEFYUI_MAX_CONCURRENT_RUNS", 4)
+MAX_QUEUED_RUNS_PER_USER = _int("CODEFYUI_MAX_QUEUED_RUNS_PER_USER", 3)
+
+# Run workers: processes kept started (each runs one run at a time; at most
+# MAX_CONCURRENT_RUNS of them compute at once) and the memory one run may add to its worker.
+RUN_WORKERS = max(1, _int("CODEFYUI_RUN_WORKERS", max(2, os.cpu_count() or 1)))
+
+
+def _memory_mb() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (ValueError, OSError):
+        return 8192
+
+
+# Half the machine's memory, shared by the runs that may compute at once, at least 512 MB each.
+RUN_MEMORY_MAX_MB = _int("CODEFYUI_RUN_MEMORY_MAX_MB",
+                         max(512, _memory_mb() // 2 // max(1, min(RUN_WORKERS, MAX_CONCURRENT_RUNS))))
 EXECUTION_CACHE_MAX_MB = _int("CODEFYUI_EXECUTION_CACHE_MAX_MB", 1024)
 
 # Port statistics (the Stats tab).

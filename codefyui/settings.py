@@ -1,5 +1,5 @@
 """Django settings. Embedded defaults run a class on one machine: SQLite under var/, the
-in-memory channel layer, runs in a thread pool inside the server process."""
+in-memory channel layer, runs in worker processes the server starts (apps/runs/workers.py)."""
 from __future__ import annotations
 
 import os
@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "django.contrib.humanize",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "channels",

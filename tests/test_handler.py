@@ -24,6 +24,16 @@ def unfreeze_after():
     gc.unfreeze()
 
 
+@pytest.fixture(autouse=True)
+def workers_started(monkeypatch):
+    """Importing codefyui.asgi starts the run workers; here it only notes that it did
+    (tests/runs/test_workers.py starts real ones)."""
+    from apps.runs import service
+    calls: list[int] = []
+    monkeypatch.setattr(service, "start_workers", lambda: calls.append(1))
+    return calls
+
+
 seen: list[tuple[int, int | None]] = []  # (thread, its database connection) as each request ends
 
 
@@ -72,8 +82,10 @@ async def test_the_products_pages_come_through_it():
     assert status == 200 and b"Log in" in body, body[:300]
 
 
-async def test_start_up_puts_its_heap_beyond_the_collector():
-    """What start-up built is frozen, so full collections under load walk only what requests make."""
+async def test_start_up_puts_its_heap_beyond_the_collector(workers_started):
+    """What start-up built is frozen, so full collections under load walk only what requests make;
+    and start-up starts the run workers."""
     gc.unfreeze()
     await sync_to_async(lambda: importlib.reload(importlib.import_module("codefyui.asgi")))()
     assert gc.get_freeze_count() > 100_000
+    assert workers_started == [1]

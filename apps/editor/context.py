@@ -213,6 +213,7 @@ def server_facts() -> dict[str, Any]:
     """What this server is and holds: version, counts, each in-memory store's usage against
     its budget (the Settings popover's This Server section and GET /api/health)."""
     return {"version": codefyui.__version__, "nodes": len(palette.catalogue()), "presets": 0,
+            "run_workers": service.worker_usage(),
             "stores": {"run_output_store": get_store().usage(), "execution_cache": service.cache_usage(),
                        "stats_cache": get_stats_cache().usage()}}
 
@@ -237,4 +238,7 @@ def runs_panel(request) -> dict[str, Any]:
     runs = visible_to(Run.objects, request.user)
     if wanted != "all":
         runs = runs.filter(status=wanted)
-    return {"runs_filter": wanted, "run_filters": RUN_FILTERS, "runs": runs[:50]}
+    runs = list(runs[:50])
+    for run in runs:  # "2nd in the queue"
+        run.queue_place = service.queue_place(run) if run.status == Run.Status.QUEUED else None
+    return {"runs_filter": wanted, "run_filters": RUN_FILTERS, "runs": runs}

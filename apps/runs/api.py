@@ -1,6 +1,9 @@
-"""POST /api/runs, GET/DELETE /api/runs/{id}, POST /api/runs/{id}/cancel."""
+"""POST /api/runs, GET/DELETE /api/runs/{id}[?wait=S], POST /api/runs/{id}/cancel."""
 from __future__ import annotations
 
+import math
+import re
+from urllib.parse import parse_qs
 from uuid import UUID
 
 from django.http import HttpRequest, HttpResponse
@@ -14,14 +17,52 @@ from . import service
 from .models import Run
 
 
+MAX_WAIT_S = 30
+_RUN_PATH = re.compile(r"/api/runs/([0-9a-fA-F-]{32,36})")
+
+
+def wait_seconds(raw: str | None) -> float:
+    """What ``?wait=`` asks for: seconds, at most 30. Raises ValueError for anything else."""
+    if raw is None:
+        return 0.0
+    seconds = float(raw)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(raw)
+    return min(seconds, MAX_WAIT_S)
+
+
+def wait_for_runs(app):
+    """ASGI middleware for ``GET /api/runs/{id}?wait=S``: it waits on the event loop, holding
+    no thread, until the run ends or S seconds pass, then lets the view answer with the run's
+    state then (every sync view shares one thread: a wait there would stall every student).
+    The view decides who may see the run and answers a malformed wait; a run id is a random
+    UUID, so a wait on an id one does not own only delays one's own 404."""
+
+    async def middleware(scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "GET":
+            match = _RUN_PATH.fullmatch(scope["path"])
+            raw = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("wait") if match else None
+            if raw:
+                try:
+                    seconds = wait_seconds(raw[0])
+                except ValueError:
+                    seconds = 0.0
+                await service.until_finished(match[1], seconds)
+        await app(scope, receive, send)
+
+    return middleware
+
+
 def run_json(run: Run) -> dict:
+    run = service.current(run)
+    queued = service.queue_place(run) if run.status == Run.Status.QUEUED else None
     return {
         "run_id": str(run.id), "status": run.status, "graph": run.graph_id, "graph_name": run.graph_name,
         "options": run.options, "device": run.device, "error": run.error or None,
         "created": run.created.isoformat(),
         "started": run.started.isoformat() if run.started else None,
         "finished": run.finished.isoformat() if run.finished else None,
-        "duration": run.duration, "nodes": run.nodes, "log": run.log,
+        "duration": run.duration, "queue_place": queued, "nodes": run.nodes, "log": run.log,
     }
 
 
@@ -58,6 +99,10 @@ def run_detail(request: HttpRequest, run_id: UUID) -> HttpResponse:
         except service.RunConflict as exc:
             raise ApiError(409, str(exc)) from None
         return HttpResponse(status=204)
+    try:  # the waiting itself happened before the view (wait_for_runs)
+        wait_seconds(request.GET.get("wait"))
+    except ValueError:
+        raise ApiError(400, f"wait must be a number of seconds from 0 to {MAX_WAIT_S}") from None
     return json_response(run_json(run))
 
 

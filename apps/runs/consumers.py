@@ -10,7 +10,7 @@ from django.template.loader import render_to_string
 from apps.graphs import subgraphs
 from codefyui.access import find_visible
 
-from . import push
+from . import push, service
 from .engine import events as ev
 from .models import Run
 from .status import badge
@@ -81,7 +81,7 @@ def block_badges(run_id: str, inner_ids: list[str]) -> str:
 
 def catch_up(run_id: str) -> str:
     """Everything the page should show for the run now (after a (re)connect)."""
-    run = Run.objects.get(pk=run_id)
+    run = service.current(Run.objects.get(pk=run_id))  # what the recorder holds beyond the row
     parts = [render_to_string("editor/_badge.html", {"card": _Card(node_id, status), "oob": True})
              for node_id, status in run.nodes.items() if "/" not in node_id]
     parts.append(block_badges(run_id, list(run.nodes)))

@@ -2,16 +2,18 @@
 
 Views, the JSON API and the CLI call these functions; none of them talks to the engine or
 the capture store directly. A server run goes: ``start_run`` validates the document and
-creates a queued Run row, a bounded thread pool picks it up, the engine runs it, and the
-``_Recorder`` turns engine events into Run-row updates and hands them to listeners (the
-live-progress push subscribes there).
+creates a queued Run row, the fair queue (round-robin across students) hands it to a run
+worker process (apps/runs/workers.py) with the owner's cache hits and kept layers, the
+engine runs it there, and the ``_Recorder`` turns the events that come back into Run-row
+updates (batched) and hands them to listeners (the live-progress push subscribes there).
 """
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from django.db import close_old_connections, transaction
@@ -20,9 +22,10 @@ from django.utils import timezone
 from apps.graphs.document import run_settings, seed_value
 from codefyui import conf
 
-from . import engine
+from . import engine, workers
 from .engine import events as ev
 from .models import Run
+from .fairqueue import FairQueue
 from .store import get_store
 
 log = logging.getLogger("codefyui.runs")
@@ -95,33 +98,145 @@ def run_now(doc: dict[str, Any], options: dict[str, Any], emit: Callable[[ev.Eve
 
 # -- server runs ---------------------------------------------------------------------------
 
-_pool = ThreadPoolExecutor(max_workers=max(1, conf.MAX_CONCURRENT_RUNS), thread_name_prefix="runs")
-_cancels: dict[str, threading.Event] = {}
+class _LiveRun:
+    """A server run from start_run until it has ended: its job, its recorder, who waits."""
+
+    def __init__(self, owner_pk: int, job: workers.Job, cache):
+        self.owner_pk, self.job, self.cache = owner_pk, job, cache
+        self.recorder = _Recorder(job.run_id)
+        self.ended = threading.Event()
+        self.waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
+
+    def wake_waiters(self) -> None:
+        self.ended.set()
+        for loop, future in list(self.waiters):
+            try:
+                loop.call_soon_threadsafe(lambda f=future: f.done() or f.set_result(None))
+            except RuntimeError:  # that loop has closed: nobody waits there any more
+                pass
+
+
+class _Scheduler:
+    """The fair queue in front of the executor: round-robin across students, and at most
+    CODEFYUI_MAX_CONCURRENT_RUNS runs computing at once."""
+
+    def __init__(self) -> None:
+        self.queue = FairQueue()
+        self.live: dict[str, _LiveRun] = {}
+        self.computing = 0
+        self.lock = threading.RLock()
+        self.executor: workers.WorkerPool | workers.InProcessExecutor = workers.InProcessExecutor(self.dispatch)
+
+    def submit(self, live: _LiveRun) -> None:
+        with self.lock:
+            self.live[live.job.run_id] = live
+            self.queue.push(live.owner_pk, live)
+        self.dispatch()
+
+    def dispatch(self) -> None:
+        with self.lock:
+            while self.queue and self.computing < max(1, conf.MAX_CONCURRENT_RUNS) and self.executor.free():
+                live = self.queue.pop()
+                self.computing += 1
+                assignment = workers.Assignment(_with_hits(live), live.recorder, get_store(), live.cache, self._ended)
+                if not self.executor.run(assignment):  # the worker went away meanwhile
+                    self.computing -= 1
+                    self.queue.push_front(live.owner_pk, live)
+                    return
+
+    def _ended(self, assignment: workers.Assignment) -> None:
+        with self.lock:
+            self.computing -= 1
+            live = self.live.pop(assignment.run_id, None)
+        if live is not None:
+            live.recorder.flush()  # anything after the ending (its row is written already)
+            live.wake_waiters()
+        close_old_connections()
+        self.dispatch()
+
+    def cancel(self, run_id: str) -> bool:
+        """Stop a run of this process; False when it is not one (any more)."""
+        with self.lock:
+            live = self.live.get(run_id)
+            if live is None:
+                return False
+            queued = self.queue.remove(live)
+            if queued:
+                del self.live[run_id]
+        if queued:  # it never reached a worker: its end is told here
+            live.recorder(ev.Event(ev.RUN_STOPPED, run_id, error=workers.STOPPED, level="error"))
+            live.wake_waiters()
+        else:
+            self.executor.cancel(run_id)
+        return True
+
+
+def _with_hits(live: _LiveRun) -> workers.Job:
+    """The job as it leaves the queue: with what the owner's cache already holds for it."""
+    job = live.job
+    if live.cache is not None:
+        device = str(engine.resolve_device(job.options.device)[0])
+        found = {key: live.cache.get(key) for key in engine.cache_keys(job.plan, job.options, device).values()}
+        job.hits = {key: hit for key, hit in found.items() if hit is not None}
+    if job.options.persist_weights and job.options.weights_scope:
+        job.weights = engine.WEIGHTS.entries(job.options.weights_scope)
+    return job
+
+
+_runs = _Scheduler()
 _cache = engine.ExecutionCache()  # one for the server, a scope per user (CODEFYUI_EXECUTION_CACHE_MAX_MB)
 _listeners: list[Callable[[ev.Event], None]] = []
 _lock = threading.Lock()
 
 
+def start_workers(size: int | None = None) -> workers.WorkerPool:
+    """Run server runs in a supervised pool of worker processes from now on (the server's
+    start-up calls this; without it runs execute in a thread of this process)."""
+    size = conf.RUN_WORKERS if size is None else size
+    computing = max(1, min(size, conf.MAX_CONCURRENT_RUNS))
+    threads = max(1, (os.cpu_count() or 1) // computing)
+    pool = workers.WorkerPool(size, conf.RUN_MEMORY_MAX_MB, threads, _runs.dispatch)
+    with _runs.lock:
+        previous, _runs.executor = _runs.executor, pool
+    previous.close()
+    pool.start()
+    return pool
+
+
+def stop_workers() -> None:
+    """Back to running in this process (tests)."""
+    with _runs.lock:
+        previous, _runs.executor = _runs.executor, workers.InProcessExecutor(_runs.dispatch)
+    previous.close()
+
+
 def add_listener(listener: Callable[[ev.Event], None]) -> None:
-    """Receive every engine event of every server run (called from run threads)."""
+    """Receive every engine event of every server run (called from the runs' reader threads)."""
     _listeners.append(listener)
 
 
 def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] | None = None,
               weights_scope: str = "") -> Run:
-    """Validate, record a queued Run and hand it to the run pool. Raises RunRefused.
+    """Validate, record a queued Run and put it in the fair queue. Raises RunRefused.
     ``weights_scope`` names whose kept layers Persist weights between runs reuses."""
     options = run_options(doc, overrides)
     planned = plan(doc)
+    limit = conf.MAX_QUEUED_RUNS_PER_USER
+    if _runs.queue.count(user.pk) >= limit:
+        raise RunRefused([f"You already have {limit} runs waiting in the queue "
+                          f"(CODEFYUI_MAX_QUEUED_RUNS_PER_USER is {limit}). Wait until one of them starts, "
+                          "or stop one, then run again."])
     run = Run.objects.create(owner=user, graph=graph, options=options,
                              graph_name=(graph.name if graph else doc.get("name", ""))[:200])
-    cancel = threading.Event()
-    with _lock:
-        _cancels[str(run.id)] = cancel
-    cache = _cache.scope(user.pk)
-    engine_options = {**options, "weights_scope": weights_scope or (f"graph-{graph.pk}" if graph else "")}
-    transaction.on_commit(lambda: _pool.submit(_execute, run.pk, planned, engine_options, cancel, cache))
+    transaction.on_commit(lambda: _enqueue(run, planned, options, weights_scope or (
+        f"graph-{graph.pk}" if graph else "")))
     return run
+
+
+def _enqueue(run: Run, planned: engine.Plan, options: dict[str, Any], weights_scope: str = "") -> None:
+    """Put a recorded run in the fair queue."""
+    job = workers.Job(planned, engine.RunOptions(run_id=str(run.id), **options, weights_scope=weights_scope))
+    _runs.submit(_LiveRun(run.owner_id, job, _cache.scope(run.owner_id)))
 
 
 def reset_weights(weights_scope: str) -> int:
@@ -134,18 +249,46 @@ def kept_weights(weights_scope: str) -> int:
 
 
 def cancel_run(run: Run) -> Run:
-    """Stop a queued or running run (a running node finishes first)."""
+    """Stop a queued or running run. A running node is asked to stop; one that has not
+    returned within a moment has its worker ended."""
     if run.is_finished:
         raise RunConflict(f"This run has already {run.status}.")
-    with _lock:
-        cancel = _cancels.get(str(run.id))
-    if cancel is not None:
-        cancel.set()
-    else:  # not in this process any more: nothing will finish it
+    if not _runs.cancel(str(run.id)):  # not in this process any more: nothing will finish it
         Run.objects.filter(pk=run.pk, status__in=Run.UNFINISHED).update(
             status=Run.Status.CANCELLED, finished=timezone.now())
     run.refresh_from_db()
     return run
+
+
+def queue_place(run: Run) -> int | None:
+    """A queued run's place in the fair queue (1 = taken next), or None."""
+    with _runs.lock:
+        live = _runs.live.get(str(run.id))
+        return _runs.queue.place(live) if live is not None else None
+
+
+def current(run: Run) -> Run:
+    """The run with what its recorder knows now (the row is written at most every 0.25 s)."""
+    live = _runs.live.get(str(run.id))
+    if live is not None:
+        live.recorder.overlay(run)
+    return run
+
+
+async def until_finished(run_id: str, seconds: float) -> None:
+    """Wait, without holding a thread, until a run of this process ends or ``seconds`` pass."""
+    live = _runs.live.get(str(run_id))
+    if live is None or seconds <= 0:
+        return
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+    entry = (loop, future)
+    live.waiters.append(entry)
+    try:
+        if not live.ended.is_set():
+            await asyncio.wait([future], timeout=seconds)
+    finally:
+        live.waiters.remove(entry)
 
 
 def delete_run(run: Run) -> None:
@@ -170,79 +313,119 @@ def mark_interrupted_runs() -> int:
 
 
 def wait_for(run_id, timeout: float = 30.0) -> Run:
-    """Block until a run has finished (tests and scripts)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        run = Run.objects.get(pk=run_id)
-        if run.is_finished or time.monotonic() > deadline:
-            return run
-        time.sleep(0.02)
-
-
-def _execute(run_pk, planned: engine.Plan, options: dict[str, Any], cancel: threading.Event,
-             cache: engine.CacheScope) -> None:
-    run_id = str(run_pk)
-    recorder = _Recorder(run_pk)
-    try:
-        if cancel.is_set():
-            recorder.finish("cancelled", "Execution cancelled")
-        else:
-            engine.execute(planned, engine.RunOptions(run_id=run_id, **options), recorder,
-                           captures=get_store(), cancel=cancel, cache=cache)
-    except Exception:  # never leave a run "running" forever
-        log.exception("run %s crashed", run_id)
-        recorder.finish("failed", "The server hit an unexpected problem while running this graph.")
-    finally:
-        with _lock:
-            _cancels.pop(run_id, None)
-        close_old_connections()
+    """Block until a run has finished (tests and scripts; never in a request)."""
+    live = _runs.live.get(str(run_id))
+    if live is not None:
+        live.ended.wait(timeout)
+    return Run.objects.get(pk=run_id)
 
 
 class _Recorder:
-    """Engine events -> the Run row, then the listeners. The row is written before an event
-    is pushed, so a client that (re)connects and reads the row misses nothing."""
+    """Engine events -> the Run row, then the listeners. Statuses and log rows are kept here
+    and written in batches: at once when the run starts and ends, otherwise at most every
+    0.25 s (a flusher writes what a quiet stretch left), so an event costs O(1) whatever
+    the graph's size. Readers that need the newest state use ``overlay``."""
 
-    def __init__(self, run_pk):
-        self.run_pk = run_pk
+    EVERY_S = 0.25
+
+    def __init__(self, run_id: str):
+        self.run_id = run_id
         self.nodes: dict[str, dict[str, Any]] = {}
         self.log: list[dict[str, Any]] = []
+        self.fields: dict[str, Any] = {}
+        self._dirty = False
+        self._written = 0.0
         self._lock = threading.Lock()
 
     def __call__(self, event: ev.Event) -> None:
         with self._lock:
-            self._record(event)
+            now_too = self._record(event)
+            if now_too or (self._dirty and time.monotonic() - self._written >= self.EVERY_S):
+                self._write()
+            elif self._dirty:
+                _flusher.watch(self)
         for listener in list(_listeners):
             try:
                 listener(event)
             except Exception:
                 log.exception("run listener failed")
 
-    def _record(self, event: ev.Event) -> None:
-        fields: dict[str, Any] = {}
+    def _record(self, event: ev.Event) -> bool:
+        """Keep what the event changes; True when the row must be written at once."""
         entry = ev.log_entry(event)
         if entry:
             self.log.append(entry)
+            self._dirty = True
         if event.kind == ev.RUN_STARTED:
-            fields = {"status": Run.Status.RUNNING, "started": timezone.now(),
-                      "device": (event.data or {}).get("device", "")}
-        elif event.kind in ev.TERMINAL_STATUS:
-            fields = {"status": ev.TERMINAL_STATUS[event.kind], "error": event.error or "",
-                      "finished": timezone.now()}
-        elif event.node_id and event.kind.startswith("node_"):
+            self.fields.update(status=Run.Status.RUNNING, started=timezone.now(),
+                               device=(event.data or {}).get("device", ""))
+            return True
+        if event.kind in ev.TERMINAL_STATUS:
+            self.fields.update(status=ev.TERMINAL_STATUS[event.kind], error=event.error or "",
+                               finished=timezone.now())
+            return True
+        if event.node_id and event.kind.startswith("node_"):
             node = {"status": event.kind.removeprefix("node_")}
             if event.error:
                 node["error"] = event.error
             if event.summary is not None:
                 node["summary"] = event.summary
             self.nodes[event.node_id] = node
-        elif not entry:
-            return
-        Run.objects.filter(pk=self.run_pk).update(nodes=self.nodes, log=self.log, **fields)
+            self._dirty = True
+        return False
 
-    def finish(self, status: str, error: str) -> None:
+    def _write(self) -> None:
+        Run.objects.filter(pk=self.run_id).update(nodes=self.nodes, log=self.log, **self.fields)
+        self._dirty, self._written = False, time.monotonic()
+
+    def flush(self) -> None:
         with self._lock:
-            Run.objects.filter(pk=self.run_pk).update(status=status, error=error, finished=timezone.now(),
-                                                     nodes=self.nodes, log=self.log)
+            if self._dirty:
+                self._write()
+
+    def overlay(self, run: Run) -> None:
+        with self._lock:
+            run.nodes, run.log = dict(self.nodes), list(self.log)
+            for name, value in self.fields.items():
+                setattr(run, name, value)
+
+
+class _Flusher:
+    """One thread that writes the rows recorders left unwritten after a quiet stretch."""
+
+    def __init__(self) -> None:
+        self._pending: set[_Recorder] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, recorder: _Recorder) -> None:
+        with self._lock:
+            self._pending.add(recorder)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, daemon=True, name="run-records")
+                self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(_Recorder.EVERY_S)
+            with self._lock:
+                pending, self._pending = self._pending, set()
+            for recorder in pending:
+                try:
+                    recorder.flush()
+                except Exception:
+                    log.exception("could not write run %s", recorder.run_id)
+
+
+_flusher = _Flusher()
+
+
+def worker_usage() -> dict[str, int]:
+    """Run workers kept started, how many are idle, runs computing and runs queued."""
+    with _runs.lock:
+        executor = _runs.executor
+        return {"workers": len(executor.pids()) if isinstance(executor, workers.WorkerPool) else 0,
+                "idle": executor.free(), "computing": _runs.computing, "queued": len(_runs.queue)}
 
 
 def cache_usage() -> dict[str, int]:

@@ -6,6 +6,7 @@ import json
 import pytest
 from django.core.management import call_command
 
+from apps.graphs import document
 from apps.graphs.models import Graph
 from apps.runs import service
 from apps.accounts.models import ApiToken
@@ -160,3 +161,70 @@ def test_session_posts_need_the_csrf_token(student):
     client = Client(enforce_csrf_checks=True)
     client.force_login(student)
     assert post(client, "/api/graphs", {"nodes": [], "edges": []}).status_code == 403
+
+
+async def asgi_get(path: str, token: str) -> tuple[int, dict]:
+    from asgiref.testing import ApplicationCommunicator
+
+    from apps.runs.api import wait_for_runs
+    from codefyui.handler import SyncStackASGIHandler
+    route, _, query = path.partition("?")
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": route, "raw_path": route.encode(), "query_string": query.encode(), "root_path": "",
+             "headers": [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {token}".encode())],
+             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+    instance = ApplicationCommunicator(wait_for_runs(SyncStackASGIHandler()), scope)
+    await instance.send_input({"type": "http.request", "body": b""})
+    start = await instance.receive_output(40)
+    body = await instance.receive_output(40)
+    return start["status"], json.loads(body["body"])
+
+
+@pytest.mark.asyncio
+async def test_wait_answers_as_soon_as_the_run_ends_or_after_the_seconds_asked(student, tmp_path):
+    """GET /api/runs/{id}?wait=S waits on the event loop, not on the one request thread."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+
+    from tests.runs.worker_nodes import graph
+    token = await sync_to_async(ApiToken.issue)(student)
+    held = tmp_path / "held"
+    run = await sync_to_async(service.start_run)(student, document.normalise(graph("test:Hold", path=str(held))))
+    status, body = await asgi_get(f"/api/runs/{run.pk}?wait=0.2", token)  # the run still holds
+    assert status == 200 and body["status"] in ("queued", "running")
+    waiting = asyncio.ensure_future(asgi_get(f"/api/runs/{run.pk}?wait=25", token))
+    status, body = await asgi_get("/api/health", token)  # another request is served meanwhile
+    assert status == 200 and not waiting.done()
+    (tmp_path / "held.go").touch()
+    status, body = await waiting
+    assert status == 200 and body["status"] == "succeeded" and body["nodes"]["node"]["status"] == "completed"
+    status, body = await asgi_get(f"/api/runs/{run.pk}?wait=soon", token)
+    assert status == 400 and body["detail"] == "wait must be a number of seconds from 0 to 30"
+
+
+def test_stopping_a_queued_run_takes_it_out_of_the_queue(student, tmp_path):
+    from tests.runs.worker_nodes import graph
+    held = service.start_run(student, document.normalise(graph("test:Hold", path=str(tmp_path / "held"))))
+    waiting = service.start_run(student, document.normalise(graph("test:Hold", path=str(tmp_path / "held"))))
+    assert service.queue_place(waiting) == 1
+    stopped = service.cancel_run(waiting)
+    assert stopped.status == "cancelled" and stopped.error == "Execution cancelled"
+    assert service.queue_place(waiting) is None
+    (tmp_path / "held.go").touch()
+    assert service.wait_for(held.pk).status == "succeeded"
+
+
+def test_a_run_past_the_capture_budget_says_so_once_in_its_log(student):
+    """Captures cross from the run's worker to the server's store; its refusal reaches the run log."""
+    from apps.runs.store import MemoryCaptureStore, set_store
+    set_store(MemoryCaptureStore(max_bytes=2**20))
+    nodes = [{"id": "start", "type": "Start"}] + [
+        {"id": f"big{i}", "type": "TensorCreate", "data": {"params": {"shape": "512,1024", "fill": "ones"}}} for i in range(2)]
+    edges = [{"id": f"t{i}", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": f"big{i}"}
+             for i in range(2)]
+    run = service.wait_for(service.start_run(student, document.normalise({"nodes": nodes, "edges": edges})).pk)
+    assert run.status == "succeeded", run.error
+    stopped = [e["text"] for e in run.log if e["text"].startswith("Recording stopped after")]
+    assert stopped == ["Recording stopped after 0 MB: this run's outputs are larger than the capture store's budget "
+                       "(CODEFYUI_RUN_OUTPUT_STORE_MAX_MB)"]

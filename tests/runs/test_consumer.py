@@ -3,7 +3,6 @@ a (re)connect first catches up on everything so far."""
 from __future__ import annotations
 
 import asyncio
-import threading
 
 import pytest
 from channels.db import database_sync_to_async
@@ -12,7 +11,6 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
 from apps.runs import service
-from apps.runs.engine import ExecutionCache
 from apps.runs.models import Run
 from codefyui.routing import websocket_urlpatterns
 
@@ -52,7 +50,7 @@ async def test_the_owner_receives_every_node_as_it_finishes(student, walkthrough
     # Start the real run under the id the socket watches.
     planned = service.plan(walkthrough)
     options = service.run_options(walkthrough)
-    threading.Thread(target=service._execute, args=(run.pk, planned, options, threading.Event(), ExecutionCache())).start()
+    await database_sync_to_async(service._enqueue)(run, planned, options)
     seen = await receive_until(communicator, "Run succeeded")
     for node in ("start", "input", "reshape", "softmax", "print"):
         assert f'id="badge-{node}" class="badge badge-completed" hx-swap-oob="true" role="status">Completed<' in seen
@@ -104,3 +102,25 @@ async def test_a_block_shows_the_rolled_up_status_of_its_inside(student):
     snapshot = await communicator.receive_from(timeout=5)
     assert 'id="badge-block-1" class="badge badge-running"' in snapshot and "badge-block-1/a" not in snapshot
     await communicator.disconnect()
+
+
+def token_socket(path, headers=()):
+    from codefyui.routing import websocket_application
+    return WebsocketCommunicator(websocket_application(), path, headers=list(headers))
+
+
+async def test_a_script_with_an_api_token_may_watch_its_own_run(student, stranger):
+    """The socket accepts the API token as a Bearer header or a token query parameter, without an Origin."""
+    from apps.accounts.models import ApiToken
+    run = await database_sync_to_async(Run.objects.create)(owner=student, status=Run.Status.SUCCEEDED)
+    token = await database_sync_to_async(ApiToken.issue)(student)
+    strangers = await database_sync_to_async(ApiToken.issue)(stranger)
+    for communicator in (token_socket(f"/ws/runs/{run.pk}/", [(b"authorization", f"Bearer {token}".encode())]),
+                         token_socket(f"/ws/runs/{run.pk}/?token={token}")):
+        connected, _ = await communicator.connect()
+        assert connected
+        assert "Run succeeded" in await communicator.receive_from(timeout=5)
+        await communicator.disconnect()
+    for wrong in ("nope", strangers):
+        connected, code = await token_socket(f"/ws/runs/{run.pk}/?token={wrong}").connect()
+        assert not connected and code == 4404

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 
 import pytest
 import torch
@@ -284,3 +285,24 @@ def test_without_persist_weights_every_run_starts_fresh(walkthrough):
     first, _ = run(doc, run_id="a")
     second, _ = run(doc, run_id="b")
     assert not torch.equal(first.outputs["fc"]["tensor"], second.outputs["fc"]["tensor"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_chain_writes_its_run_row_a_few_times_not_once_per_event(student, monkeypatch):
+    """Run records cost O(1) per event: statuses and log rows are written in batches."""
+    from apps.runs import service
+    writes = []
+    write = service._Recorder._write
+    monkeypatch.setattr(service._Recorder, "_write", lambda self: writes.append(time.monotonic()) or write(self))
+    nodes = [{"id": "start", "type": "Start"},
+             {"id": "n0", "type": "TensorInput", "data": {"params": {"shape": "1,4", "value_mode": "ones"}}}]
+    edges = [{"id": "t", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": "n0"}]
+    for i in range(1, 400):
+        nodes.append({"id": f"n{i}", "type": "ScalarMultiply", "data": {"params": {"scalar": 1.0}}})
+        edges.append({"id": f"e{i}", "source": f"n{i-1}", "sourceHandle": "tensor", "target": f"n{i}",
+                      "targetHandle": "tensor"})
+    started = time.monotonic()
+    run = service.wait_for(service.start_run(student, document.normalise({"nodes": nodes, "edges": edges})).pk)
+    took = time.monotonic() - started
+    assert run.status == "succeeded" and len(run.nodes) == 401 and run.nodes["n399"]["status"] == "completed"
+    assert len(writes) <= 3 + took / service._Recorder.EVERY_S  # start, end, and one per 0.25 s at most

@@ -4,6 +4,10 @@
 from engine threads, so it must be thread-safe), an optional capture store, a cancel flag
 and an optional execution cache, and returns a RunOutcome. It never raises for a node's
 failure: the outcome and the events say what happened. No Django here.
+
+A server run executes in a run worker process of its own (apps/runs/workers.py), so the
+torch global state a seeded or deterministic run sets (seeds, the deterministic flag)
+belongs to that run alone.
 """
 from __future__ import annotations
 
@@ -53,7 +57,8 @@ class RunOptions:
     timeout_s: float = field(default_factory=lambda: conf.RUN_TIMEOUT_S)
 
     @property
-    def runs_alone(self) -> bool:
+    def one_node_at_a_time(self) -> bool:
+        """A seeded or deterministic run executes its nodes in order, as the seed says."""
         return self.seed is not None or self.deterministic
 
 
@@ -98,49 +103,6 @@ def resolve_device(requested: str | None) -> tuple[torch.device, str | None]:
     if backend in ("cuda", "mps"):
         return torch.device("cpu"), f"No {backend} on this server. Runs fall back to CPU."
     return torch.device("cpu"), f"Unknown device '{requested}'. Runs fall back to CPU."
-
-
-# -- one gate for the whole engine --------------------------------------------------------
-
-class RunGate:
-    """Unseeded runs share the engine; a seeded or deterministic run waits for runs in
-    flight, then runs alone, and later runs wait for it (global RNG and flags)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._shared = 0
-        self._alone = False
-        self._waiting_alone = 0
-
-    def _blocked(self, alone: bool) -> bool:
-        return self._alone or bool(self._shared if alone else self._waiting_alone)
-
-    @contextmanager
-    def enter(self, alone: bool, cancel: threading.Event) -> Iterator[bool]:
-        """Yields False when the run was cancelled while it waited for its turn."""
-        with self._cond:
-            self._waiting_alone += alone
-            while self._blocked(alone) and not cancel.is_set():
-                self._cond.wait(0.1)
-            self._waiting_alone -= alone
-            admitted = not self._blocked(alone)
-            if admitted and alone:
-                self._alone = True
-            elif admitted:
-                self._shared += 1
-        try:
-            yield admitted
-        finally:
-            if admitted:
-                with self._cond:
-                    if alone:
-                        self._alone = False
-                    else:
-                        self._shared -= 1
-                    self._cond.notify_all()
-
-
-GATE = RunGate()
 
 
 def node_seed(seed: int, node_id: str) -> int:
@@ -207,17 +169,38 @@ def execute(plan: Plan, options: RunOptions, emit: Emit, captures: Any = None,
     if record is not None:
         record.open_run(options.run_id)
     try:
-        with GATE.enter(options.runs_alone, cancel) as admitted:
-            emit(ev.Event(ev.RUN_STARTED, options.run_id, data={"device": str(device)}))
-            for text in ([warning] if warning else []) + plan.warnings:
-                _log(emit, outcome, options.run_id, None, text, "warning")
-            if not admitted:
-                return _finish(plan, outcome, emit, ev.RUN_STOPPED, "Execution cancelled")
-            with _run_flags(options):
-                return _Runner(plan, options, device, emit, record, cancel, cache, outcome).run()
+        emit(ev.Event(ev.RUN_STARTED, options.run_id, data={"device": str(device)}))
+        for text in ([warning] if warning else []) + plan.warnings:
+            _log(emit, outcome, options.run_id, None, text, "warning")
+        if cancel.is_set():
+            return _finish(plan, outcome, emit, ev.RUN_STOPPED, "Execution cancelled")
+        with _run_flags(options):
+            return _Runner(plan, options, device, emit, record, cancel, cache, outcome).run()
     finally:
         if record is not None:
             record.close_run(options.run_id)
+
+
+def timeout_message(seconds: float) -> str:
+    return f"The run took longer than {seconds:g} seconds (CODEFYUI_RUN_TIMEOUT_S) and was stopped."
+
+
+def cache_keys(plan: Plan, options: RunOptions, device: str) -> dict[str, str]:
+    """The execution-cache key of every node that may be served from the cache. Keys never
+    depend on outputs, so a server can look up a run's hits before the run starts."""
+    if options.verbose or options.gradients:
+        return {}
+    seeded = options.seed is not None
+    keys: dict[str, str] = {}
+    for node in plan.nodes.values():  # in execution order: upstream keys come first
+        cls = node.cls
+        if not cls.cacheable or cls.stateful or (cls.draws_random(node.params) and not seeded):
+            continue
+        if any(src not in keys for src, _ in node.inputs.values()):
+            continue  # something upstream is not cacheable, so neither is this
+        seed = node_seed(options.seed, node.id) if seeded else None
+        keys[node.id] = cache_key(node.type, node.params, device, seed, node.inputs, keys)
+    return keys
 
 
 @contextmanager
@@ -239,7 +222,7 @@ class _Runner:
         self.captures, self.cancel, self.outcome = captures, cancel, outcome
         self.cache = None if options.verbose or options.gradients else cache
         self.results: dict[str, dict[str, Any]] = {}
-        self.keys: dict[str, str] = {}
+        self.keys = cache_keys(plan, options, str(device)) if self.cache is not None else {}
         self.waiting = {i: set(n.after) for i, n in plan.nodes.items()}
         self.dependents: dict[str, list[str]] = {}
         for i, node in plan.nodes.items():
@@ -250,7 +233,7 @@ class _Runner:
 
     def run(self) -> RunOutcome:
         opts = self.options
-        workers = 1 if opts.runs_alone else max(1, opts.max_parallel)
+        workers = 1 if opts.one_node_at_a_time else max(1, opts.max_parallel)
         deadline = time.monotonic() + opts.timeout_s
         pool = ThreadPoolExecutor(workers, thread_name_prefix=f"run-{opts.run_id[:8]}")
         running: dict[Future, str] = {}
@@ -267,8 +250,7 @@ class _Runner:
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    return self._finish(ev.RUN_FAILED, f"The run took longer than {opts.timeout_s:g} seconds "
-                                        "(CODEFYUI_RUN_TIMEOUT_S) and was stopped.")
+                    return self._finish(ev.RUN_FAILED, timeout_message(opts.timeout_s))
                 done, _ = wait(running, timeout=min(left, 1.0), return_when=FIRST_COMPLETED)
                 for future in done:
                     node = self.plan.nodes[running.pop(future)]
@@ -340,10 +322,8 @@ class _Runner:
         return None
 
     def _serve_from_cache(self, node: PlannedNode) -> bool:
-        key = self._cache_key(node)
+        key = self.keys.get(node.id)
         hit = self.cache.get(key) if key else None
-        if key:
-            self.keys[node.id] = key
         if hit is None:
             return False
         outputs, logs = hit
@@ -356,15 +336,6 @@ class _Runner:
         self._done(node, outputs)
         self.emit(ev.Event(ev.NODE_CACHED, self.options.run_id, node.id, summary=summary, level="success"))
         return True
-
-    def _cache_key(self, node: PlannedNode) -> str | None:
-        cls, seeded = node.cls, self.options.seed is not None
-        if self.cache is None or not cls.cacheable or cls.stateful or (cls.draws_random(node.params) and not seeded):
-            return None
-        if any(src not in self.keys for src, _ in node.inputs.values()):
-            return None  # something upstream is not cacheable, so neither is this
-        seed = node_seed(self.options.seed, node.id) if seeded else None
-        return cache_key(node.type, node.params, str(self.device), seed, node.inputs, self.keys)
 
     def _capture(self, node_id: str, outputs: dict[str, Any], steps: list) -> None:
         run_id = self.options.run_id

@@ -1,6 +1,7 @@
 """Persist weights between runs: layers kept per (tab, node, structure), so the next Run
 continues from the same weights. An app-wide LRU; memory only; a changed structure (new
-params) gets fresh weights."""
+params) gets fresh weights. The server's store is the one that lasts: a run worker receives
+its tab's entries with the run and hands back what the run ended with."""
 from __future__ import annotations
 
 import hashlib
@@ -48,6 +49,21 @@ class WeightStore:
             for key in keys:
                 del self._modules[key]
             return len(keys)
+
+    def entries(self, scope: str) -> list[tuple[tuple[str, str, str], torch.nn.Module]]:
+        """The kept layers of one tab, for a run worker to continue from."""
+        with self._lock:
+            return [(k, m) for k, m in self._modules.items() if k[0] == scope]
+
+    def replace(self, scope: str, entries: list[tuple[tuple[str, str, str], torch.nn.Module]]) -> None:
+        """Keep exactly these layers for the tab (what its last run ended with)."""
+        with self._lock:
+            for key in [k for k in self._modules if k[0] == scope]:
+                del self._modules[key]
+            for key, module in entries:
+                self._modules[key] = module
+            while len(self._modules) > self.max_modules:
+                self._modules.popitem(last=False)
 
     def count(self, scope: str) -> int:
         with self._lock:

@@ -1,0 +1,481 @@
+"""Run workers: the processes that execute server runs, and the server's side of them.
+
+A worker is a separate process (multiprocessing's spawn start method) that runs one run at
+a time with its own torch global state, so a seeded or deterministic run changes nothing
+for anyone else. It is a pure executor: a Job goes in (the plan, the run options, the
+cached outputs the server found for it, the tab's kept layers); events, captures, new cache
+entries and the layers the run ended with come out, in that order, over one Unix socket
+(wire.py). What lasts between runs stays in the server (capture store, execution cache,
+kept weights), so a replaced worker loses nothing but the run it held. Tensors cross by
+shared memory, never as pickled bytes. Node classes cross by
+reference (module and name): a worker imports the module that defines a planned node, so a
+node module that imports no Django runs in workers without anything more.
+
+The server end (WorkerPool) supervises: a reader thread per worker takes what it sends; one
+watcher thread ends a worker whose run went past its memory cap (the resident memory it
+added, read from /proc), its deadline, or the grace period after Stop. A worker that ends
+for any reason fails only the run it held, and a fresh one replaces it. InProcessExecutor
+runs the same jobs in a thread of this process (unit tests, tools). No Django here.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import queue
+import signal
+import socket
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+import torch.multiprocessing as torch_mp
+
+from .engine import RunOptions, execute, timeout_message, warm_up
+from .engine import events as ev
+from .engine.executor import recording_stopped
+from .engine.plan import Plan
+from .engine.storage import RecordingStopped
+from .engine.weights import WEIGHTS
+from .store import CaptureStore, freeze
+from .wire import Wire
+
+log = logging.getLogger("codefyui.workers")
+
+WORKER_STOPPED = "The run's worker stopped unexpectedly; run it again"
+UNEXPECTED = "The server hit an unexpected problem while running this graph."
+STOPPED = "Execution cancelled"
+GRACE_S = 0.5     # how long a stopped node may take to return before its worker is ended
+WATCH_S = 0.05    # how often the watcher reads the busy workers' memory and clocks
+PAGE = os.sysconf("SC_PAGE_SIZE")
+NICE = 10         # the workers' CPU priority below the server's
+
+
+@dataclass
+class Job:
+    plan: Plan
+    options: RunOptions
+    hits: dict[str, tuple[dict[str, Any], list[str]]] = field(default_factory=dict)  # cache key -> hit
+    weights: list = field(default_factory=list)   # the tab's kept layers: [((scope, node, structure), module)]
+
+    @property
+    def run_id(self) -> str:
+        return self.options.run_id
+
+
+# -- inside a worker ----------------------------------------------------------------------
+
+Send = Callable[..., None]
+
+
+class _JobCache:
+    """The execution cache as a run sees it: the hits the server found, and new entries sent back."""
+
+    def __init__(self, hits: dict, send: Send):
+        self._hits, self._send = hits, send
+
+    def get(self, key: str):
+        return self._hits.get(key)
+
+    def put(self, key: str, outputs: dict[str, Any], logs: list[str]) -> None:
+        try:
+            self._send("cache", key, outputs, list(logs))
+        except Exception:  # an output that cannot cross (not picklable) is simply not cached
+            log.debug("a cache entry could not be sent", exc_info=True)
+
+
+class _CaptureSink(CaptureStore):
+    """The capture store as a run sees it: each capture is frozen here and sent to the server's."""
+
+    def __init__(self, send: Send):
+        self._send = send
+
+    def open_run(self, run_id: str) -> None:
+        pass
+
+    def close_run(self, run_id: str) -> None:
+        pass
+
+    def put(self, run_id: str, node_id: str, port: str, value: Any) -> None:
+        try:
+            self._send("capture", node_id, port, freeze(value))
+        except Exception as exc:  # e.g. an object that cannot be pickled
+            self._send("event", ev.Event(ev.LOG, run_id, node_id, level="warning",
+                                         text=f"The output '{port}' could not be recorded ({type(exc).__name__})"))
+
+    def get(self, run_id, node_id, port):
+        return None
+
+    def has_run(self, run_id):
+        return False
+
+    def ports(self, run_id):
+        return None
+
+    def drop_run(self, run_id):
+        return False
+
+    def usage(self):
+        return {}
+
+
+def run_job(job: Job, cancel: threading.Event, send: Send) -> None:
+    """Execute one job, sending everything it produces."""
+    opts = job.options
+    scope = opts.weights_scope if opts.persist_weights else ""
+    if scope:
+        WEIGHTS.replace(scope, job.weights)
+    try:
+        execute(job.plan, opts, lambda event: send("event", event),
+                captures=_CaptureSink(send) if opts.record else None, cancel=cancel,
+                cache=_JobCache(job.hits, send))
+    finally:
+        if scope:
+            send("weights", scope, WEIGHTS.entries(scope))
+
+
+def _still_computing() -> bool:
+    """A node that ignored a stop or the deadline still holds an engine thread."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("run-"):
+            thread.join(0.2)
+            if thread.is_alive():
+                return True
+    return False
+
+
+def worker_main(sock: socket.socket, threads: int) -> None:
+    """A worker process: take jobs one at a time until the server goes away."""
+    torch.set_num_threads(threads)
+    wire = Wire(sock)
+    lock = threading.Lock()
+    current: dict[str, Any] = {"run_id": None, "cancel": None}
+    incoming: queue.SimpleQueue = queue.SimpleQueue()
+
+    def send(*message) -> None:
+        wire.send(message)
+
+    def listen() -> None:
+        while True:
+            try:
+                message = wire.recv()
+            except (EOFError, OSError):
+                os._exit(0)  # the server is gone: nothing is left to run for
+            if message[0] == "run":
+                with lock:
+                    current.update(run_id=message[1].run_id, cancel=threading.Event())
+                    incoming.put((message[1], current["cancel"]))
+            elif message[0] == "cancel":
+                with lock:
+                    if current["run_id"] == message[1]:
+                        current["cancel"].set()
+            elif message[0] == "exit":
+                os._exit(0)
+
+    threading.Thread(target=listen, daemon=True, name="worker-listen").start()
+    warm_up()  # what the element limit's first meta run loads, before the first run needs it
+    send("ready", os.getpid())
+    while True:
+        job, cancel = incoming.get()
+        try:
+            run_job(job, cancel, send)
+        except Exception:
+            traceback.print_exc()
+        retire = _still_computing()
+        with lock:
+            current.update(run_id=None, cancel=None)
+        send("done", job.run_id, retire)
+        if retire:  # the server answers "exit" once it has read everything before "done"
+            time.sleep(30)
+            os._exit(0)
+
+
+# -- the server's side --------------------------------------------------------------------
+
+class Assignment:
+    """One run handed to an executor, and where what it produces goes."""
+
+    def __init__(self, job: Job, emit: Callable[[ev.Event], None], captures: CaptureStore | None,
+                 cache, on_end: Callable[["Assignment"], None]):
+        self.job, self._emit, self._on_end = job, emit, on_end
+        self.captures = captures if job.options.record else None
+        self.cache = cache
+        self.running: set[str] = set()
+        self.settled: set[str] = set()
+        self.ended = False           # its terminal event went out
+        self.closed = False
+        self.deadline = float("inf")
+        self.stop_requested: float | None = None
+        self.base_rss = 0
+        if self.captures is not None:
+            self.captures.open_run(job.run_id)
+
+    @property
+    def run_id(self) -> str:
+        return self.job.run_id
+
+    def receive(self, kind: str, *payload) -> None:
+        """A message from the worker."""
+        if kind == "event":
+            self.emit(payload[0])
+        elif kind == "capture" and self.captures is not None:
+            try:
+                self.captures.put(self.run_id, *payload)
+            except RecordingStopped as stop:  # the store's budget: said once in the run log
+                self.emit(ev.Event(ev.LOG, self.run_id, text=recording_stopped(stop.kept_bytes), level="warning"))
+        elif kind == "cache" and self.cache is not None:
+            self.cache.put(*payload)
+        elif kind == "weights":
+            WEIGHTS.replace(*payload)
+
+    def emit(self, event: ev.Event) -> None:
+        if event.kind == ev.NODE_RUNNING:
+            self.running.add(event.node_id)
+        elif event.node_id and event.kind in (ev.NODE_COMPLETED, ev.NODE_CACHED, ev.NODE_ERROR, ev.NODE_SKIPPED):
+            self.running.discard(event.node_id)
+            self.settled.add(event.node_id)
+        elif event.kind in ev.TERMINAL:
+            self.ended = True
+        self._emit(event)
+
+    def end(self, kind: str = ev.RUN_FAILED, error: str = UNEXPECTED) -> None:
+        """The executor is done with the run. If the run did not end by itself (its worker
+        was ended or lost), its unfinished nodes and its end are reported here."""
+        if self.closed:
+            return
+        self.closed = True
+        if not self.ended:
+            run_id = self.run_id
+            for node_id in self.job.plan.nodes:
+                if node_id in self.settled:
+                    continue
+                if node_id in self.running and kind == ev.RUN_FAILED:
+                    self.emit(ev.Event(ev.NODE_ERROR, run_id, node_id, error=error, level="error"))
+                else:
+                    self.emit(ev.Event(ev.NODE_SKIPPED, run_id, node_id))
+            self.emit(ev.Event(kind, run_id, error=error, level="error"))
+        if self.captures is not None:
+            self.captures.close_run(self.run_id)
+        self._on_end(self)
+
+    def memory_message(self, limit_mb: int) -> str:
+        nodes = [self.job.plan.nodes[i] for i in self.job.plan.nodes if i in self.running]
+        who = ", ".join(f"{n.label} ({n.id})" for n in nodes) or "This run"
+        return (f"{who} needed more memory than a run may use ({limit_mb:,} MB, CODEFYUI_RUN_MEMORY_MAX_MB), "
+                "so the run was stopped.")
+
+
+class InProcessExecutor:
+    """The same jobs in one thread of this process, one run at a time: for unit tests and
+    tools. Nothing ends a node here, so Stop and the deadline act between nodes only."""
+
+    def __init__(self, on_free: Callable[[], None]):
+        self._on_free = on_free
+        self._busy: tuple[Assignment, threading.Event] | None = None
+        self._lock = threading.Lock()
+
+    def free(self) -> int:
+        return 0 if self._busy else 1
+
+    def run(self, assignment: Assignment) -> bool:
+        with self._lock:
+            if self._busy:
+                return False
+            self._busy = (assignment, threading.Event())
+            cancel = self._busy[1]
+        threading.Thread(target=self._go, args=(assignment, cancel), name="run-in-process", daemon=True).start()
+        return True
+
+    def _go(self, assignment: Assignment, cancel: threading.Event) -> None:
+        try:
+            run_job(assignment.job, cancel, assignment.receive)
+        except Exception:
+            log.exception("run %s crashed", assignment.run_id)
+        finally:
+            with self._lock:
+                self._busy = None
+            assignment.end()
+            self._on_free()
+
+    def cancel(self, run_id: str) -> None:
+        with self._lock:
+            if self._busy and self._busy[0].run_id == run_id:
+                self._busy[1].set()
+
+    def close(self) -> None:
+        pass
+
+
+class _Worker:
+    def __init__(self, process, wire: Wire):
+        self.process, self.wire = process, wire
+        self.ready = False
+        self.retiring = False
+        self.assignment: Assignment | None = None
+        self.ending: tuple[str, str] | None = None   # (terminal kind, reason) when the server ends it
+        self.reader: threading.Thread | None = None  # the thread that takes in what it sends
+
+    def send(self, *message) -> None:
+        self.wire.send(message)
+
+    def rss(self) -> int:
+        try:
+            with open(f"/proc/{self.process.pid}/statm") as f:
+                return int(f.read().split()[1]) * PAGE
+        except (OSError, ValueError, IndexError):
+            return 0
+
+
+class WorkerPool:
+    """A supervised pool of run worker processes."""
+
+    def __init__(self, size: int, memory_max_mb: int, threads: int, on_free: Callable[[], None]):
+        self.size, self.memory_max_mb, self.threads, self._on_free = size, memory_max_mb, threads, on_free
+        self._ctx = torch_mp.get_context("spawn")
+        self._workers: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._closing = False
+        self.replaced = 0   # workers started to replace one that ended
+
+    def start(self) -> "WorkerPool":
+        for _ in range(self.size):
+            self._spawn()
+        threading.Thread(target=self._watch, daemon=True, name="run-workers-watch").start()
+        atexit.register(self.close)
+        return self
+
+    def free(self) -> int:
+        with self._lock:
+            return sum(1 for w in self._workers if w.ready and not w.retiring and w.assignment is None)
+
+    def pids(self) -> list[int]:
+        with self._lock:
+            return [w.process.pid for w in self._workers]
+
+    def run(self, assignment: Assignment) -> bool:
+        """Hand the run to an idle worker; False when none is idle."""
+        with self._lock:
+            worker = next((w for w in self._workers if w.ready and not w.retiring and w.assignment is None), None)
+            if worker is None:
+                return False
+            worker.assignment = assignment
+            assignment.base_rss = worker.rss()
+            assignment.deadline = time.monotonic() + assignment.job.options.timeout_s + 1.0
+        try:
+            worker.send("run", assignment.job)
+        except OSError:
+            pass  # the worker is ending: its reader fails the run
+        except Exception:  # the job could not be pickled: nothing was written, the worker stays
+            log.exception("could not hand run %s to a worker", assignment.run_id)
+            with self._lock:
+                worker.assignment = None
+            assignment.end()
+            self._on_free()
+        return True
+
+    def cancel(self, run_id: str) -> None:
+        with self._lock:
+            worker = next((w for w in self._workers if w.assignment and w.assignment.run_id == run_id), None)
+            if worker is None:
+                return
+            worker.assignment.stop_requested = time.monotonic()
+        try:
+            worker.send("cancel", run_id)
+        except OSError:
+            pass  # it is ending anyway: its reader fails the run
+
+    def close(self) -> None:
+        self._closing = True
+        with self._lock:
+            workers = list(self._workers)
+        for worker in workers:
+            if worker.process.is_alive():
+                worker.process.kill()
+        for worker in workers:
+            worker.process.join(5)
+            worker.reader.join(5)  # it has seen the end of its worker's socket
+
+    def _spawn(self) -> None:
+        ours, theirs = socket.socketpair()
+        process = self._ctx.Process(target=worker_main, args=(theirs, self.threads), name="codefyui-run-worker")
+        process.start()
+        # A lower CPU priority from its first instant (its start imports torch for seconds):
+        # on a busy machine the server's page requests come first.
+        os.setpriority(os.PRIO_PROCESS, process.pid, NICE)
+        theirs.close()     # the server keeps only its own end, so it sees EOF when a worker ends
+        worker = _Worker(process, Wire(ours))
+        with self._lock:
+            self._workers.append(worker)
+        worker.reader = threading.Thread(target=self._serve, args=(worker,), daemon=True,
+                                         name=f"run-worker-{process.pid}")
+        worker.reader.start()
+
+    def _serve(self, worker: _Worker) -> None:
+        """Everything one worker sends, until it ends; then fail what it held and replace it."""
+        while True:
+            try:
+                message = worker.wire.recv()
+            except (EOFError, OSError):
+                break
+            except Exception:  # e.g. a capture whose shared memory went with its ended worker
+                log.warning("lost a message from run worker %s", worker.process.pid, exc_info=True)
+                continue
+            kind = message[0]
+            if kind == "ready":
+                worker.ready = True
+                self._on_free()
+            elif kind == "done":
+                with self._lock:
+                    assignment, worker.assignment = worker.assignment, None
+                    worker.retiring = message[2]
+                if assignment is not None:
+                    assignment.end()
+                if worker.retiring:
+                    worker.send("exit")
+                else:
+                    self._on_free()
+            elif worker.assignment is not None:
+                try:
+                    worker.assignment.receive(*message)
+                except Exception:
+                    log.exception("run %s: could not take in a %s message", worker.assignment.run_id, kind)
+        worker.process.join(5)
+        worker.wire.close()
+        with self._lock:
+            assignment, worker.assignment = worker.assignment, None
+            self._workers.remove(worker)
+        if assignment is not None:
+            assignment.end(*(worker.ending or (ev.RUN_FAILED, WORKER_STOPPED)))
+        if self._closing:
+            return
+        if not worker.ready:  # it never started (a broken install?): do not spin
+            log.error("a run worker exited during start-up with code %s", worker.process.exitcode)
+            time.sleep(2)
+        self.replaced += 1
+        self._spawn()
+
+    def _end(self, worker: _Worker, kind: str, reason: str) -> None:
+        """End a worker now; its reader then reports the run with this reason."""
+        if worker.ending is None:
+            worker.ending = (kind, reason)
+            try:
+                os.kill(worker.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def _watch(self) -> None:
+        while not self._closing:
+            time.sleep(WATCH_S)
+            now, limit = time.monotonic(), self.memory_max_mb * 2**20
+            with self._lock:
+                busy = [(w, w.assignment) for w in self._workers if w.assignment is not None and w.ending is None]
+            for worker, assignment in busy:
+                if assignment.stop_requested is not None and now - assignment.stop_requested > GRACE_S:
+                    self._end(worker, ev.RUN_STOPPED, STOPPED)
+                elif now > assignment.deadline:
+                    self._end(worker, ev.RUN_FAILED, timeout_message(assignment.job.options.timeout_s))
+                elif limit and worker.rss() - assignment.base_rss > limit:
+                    self._end(worker, ev.RUN_FAILED, assignment.memory_message(self.memory_max_mb))

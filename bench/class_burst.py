@@ -1,0 +1,198 @@
+"""A class presses Run at once: 30 students, each with their own account and API token,
+submit the CNN lesson example (examples/cnn.json) within the same second through the JSON
+API of a real server (Daphne on a free loopback port with its own var dir, its run workers
+started with it), and wait for their run with ``GET /api/runs/{id}?wait=30``.
+
+Prints the median and p95 from submit to the terminal status, unseeded and seeded (other
+students for each burst, so no one's execution cache helps), the server's CPU milliseconds
+per run (its process and its run workers: utime + stime from /proc), and the same for
+examples/walkthrough.json run on its own (10 runs one after another).
+
+Goals (issue 11): p95 <= 0.15 s with seeded within 10 % of unseeded, <= 10 ms of server CPU
+per CNN run, <= 10 ms for one walkthrough run.
+Run: .venv/bin/python bench/class_burst.py [--students N]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[round(q * (len(values) - 1))]
+
+
+def cpu_ms(pid: int) -> tuple[float, float]:
+    """utime + stime of the server process, and of its living children (the run workers)."""
+    def own(p: int) -> int:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0
+        return int(fields[11]) + int(fields[12])
+
+    children = [int(c) for t in Path(f"/proc/{pid}/task").iterdir()
+                for c in (t / "children").read_text().split()]
+    return own(pid) * 1000 / TICK, sum(own(c) for c in children) * 1000 / TICK
+
+
+def spent(before: tuple[float, float], after: tuple[float, float], runs: int) -> tuple[float, float]:
+    return (after[0] - before[0]) / runs, (after[1] - before[1]) / runs
+
+
+class Client:
+    """One student's HTTP/1.1 connection, kept alive, with their token."""
+
+    def __init__(self, port: int, token: str):
+        self.port, self.token = port, token
+
+    async def open(self) -> "Client":
+        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        return self
+
+    async def call(self, method: str, path: str, body: bytes = b"") -> tuple[int, dict]:
+        self.writer.write(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {self.token}\r\n"
+                          f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        length = next(int(h.split(":", 1)[1]) for h in head if h.lower().startswith("content-length:"))
+        return int(head[0].split()[1]), json.loads(await self.reader.readexactly(length))
+
+    async def run(self, doc: dict, options: dict) -> tuple[float, dict]:
+        """Submit, then wait for the end: (seconds from submit to terminal status, the run)."""
+        started = time.perf_counter()
+        status, body = await self.call("POST", "/api/runs", json.dumps({"graph": doc, "options": options}).encode())
+        assert status == 202, (status, body)
+        while True:
+            _, run = await self.call("GET", f"/api/runs/{body['run_id']}?wait=30")
+            if run["status"] not in ("queued", "running"):
+                return time.perf_counter() - started, run
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def start_server(var: Path, env: dict) -> tuple[subprocess.Popen, int]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                               "codefyui.asgi:application"], cwd=ROOT, env=env,
+                              stdout=open(var / "daphne.log", "wb"), stderr=subprocess.STDOUT)
+    if os.environ.get("BENCH_PYSPY"):  # e.g. BENCH_PYSPY=/path/to/py-spy: collapsed stacks of the server process
+        stacks = var / "server.txt"
+        subprocess.Popen([os.environ["BENCH_PYSPY"], "record", "-f", "raw", "-o", str(stacks), "-r", "250",
+                          "--threads", "--gil", "-p", str(server.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        print(f"py-spy writes {stacks} (collapsed stacks)")
+    return server, port
+
+
+def accounts(env: dict, count: int) -> list[str]:
+    """Students and their API tokens, made in one manage.py process (each start imports torch)."""
+    script = ("from django.core.management import call_command\n"
+              "from django.contrib.auth import get_user_model\n"
+              "from apps.accounts.models import ApiToken\n"
+              "call_command('migrate', interactive=False, verbosity=0)\n"
+              "User = get_user_model()\n"
+              f"users = User.objects.bulk_create([User(username=f'student{{i}}') for i in range({count})])\n"
+              "print(' '.join(ApiToken.issue(u) for u in User.objects.order_by('pk')))\n")
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=True)
+    return done.stdout.split()[-count:]
+
+
+async def healthy(port: int, token: str, timeout: float = 120) -> dict:
+    """Wait until the server answers and every run worker is started and idle."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            client = await Client(port, token).open()
+            _, health = await client.call("GET", "/api/health")
+            client.close()
+            workers = health["run_workers"]
+            if workers["workers"] and workers["idle"] == workers["workers"]:
+                return workers
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        await asyncio.sleep(0.2)
+    raise SystemExit("the server did not start with idle run workers")
+
+
+async def burst(port: int, tokens: list[str], doc: dict, options: dict) -> list[float]:
+    clients = [await Client(port, t).open() for t in tokens]
+    results = await asyncio.gather(*(c.run(doc, options) for c in clients))
+    for c in clients:
+        c.close()
+    bad = [run["error"] for _, run in results if run["status"] != "succeeded"]
+    assert not bad, bad
+    return [seconds for seconds, _ in results]
+
+
+async def one_by_one(pid: int, port: int, token: str, doc: dict, runs: int = 10) -> tuple[float, tuple[float, float]]:
+    """The walkthrough run alone, several times one after another (the server's CPU counts in
+    10 ms ticks): the median seconds and the CPU per run."""
+    client = await Client(port, token).open()
+    await asyncio.sleep(0.5)
+    before, times = cpu_ms(pid), []
+    for _ in range(runs):
+        seconds, run = await client.run(doc, {})
+        assert run["status"] == "succeeded", run["error"]
+        times.append(seconds)
+    client.close()
+    return statistics.median(times), spent(before, cpu_ms(pid), runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=30)
+    args = parser.parse_args()
+    n = args.students
+    var = Path(tempfile.mkdtemp(prefix="codefyui-burst-"))
+    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DJANGO_DEBUG"}}
+    env.update(DATABASE_URL=f"sqlite:///{var / 'bench.sqlite3'}", CODEFYUI_VAR_DIR=str(var),
+               DJANGO_SETTINGS_MODULE="codefyui.settings", DJANGO_ALLOWED_HOSTS="127.0.0.1",
+               CODEFYUI_RUN_OUTPUT_STORE_MAX_RUNS=str(2 * n + 4), PYTHONPATH=str(ROOT))
+    tokens = accounts(env, 2 * n + 2)
+    cnn = json.loads((ROOT / "examples" / "cnn.json").read_text())
+    walkthrough = json.loads((ROOT / "examples" / "walkthrough.json").read_text())
+    server, port = start_server(var, env)
+    try:
+        workers = asyncio.run(healthy(port, tokens[-1]))
+        # One run each of a warm-up student: every worker has run the nodes once.
+        asyncio.run(burst(port, tokens[-2:], cnn, {"seed": None}))
+        figures = {}
+        for name, options, group in (("unseeded", {"seed": None}, tokens[:n]), ("seeded", {"seed": 42}, tokens[n:2 * n])):
+            before = cpu_ms(server.pid)
+            times = asyncio.run(burst(port, group, cnn, options))
+            figures[name] = (statistics.median(times), percentile(times, 0.95), spent(before, cpu_ms(server.pid), n))
+        alone, alone_cpu = asyncio.run(one_by_one(server.pid, port, tokens[-1], walkthrough))
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(30)
+    print(f"{n} students submit examples/cnn.json at once through the JSON API and wait with ?wait= "
+          f"({workers['workers']} run workers, {os.cpu_count()} cores)")
+    for name, (median, p95, cpu) in figures.items():
+        print(f"{name:9s}: submit to terminal status median {median:.3f} s, p95 {p95:.3f} s; "
+              f"server CPU {sum(cpu):.1f} ms per run ({cpu[0]:.1f} server process + {cpu[1]:.1f} run workers)")
+    ratio = figures["seeded"][1] / figures["unseeded"][1]
+    print(f"seeded p95 / unseeded p95 = {ratio:.2f}")
+    print(f"one walkthrough run alone (10 one after another): median {alone:.3f} s, server CPU "
+          f"{sum(alone_cpu):.1f} ms per run ({alone_cpu[0]:.1f} server process + {alone_cpu[1]:.1f} run workers)")
+    print(f"figure: class_burst_p95_s = {max(figures['seeded'][1], figures['unseeded'][1]):.3f}")
+
+
+if __name__ == "__main__":
+    main()

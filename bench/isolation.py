@@ -1,0 +1,153 @@
+"""One student's graph cannot stall the others: while student A's run computes for several
+seconds (a chain of [1500, 1500] MatMuls) and student B's run goes past the memory cap (a
+[9000, 9000] random tensor against CODEFYUI_RUN_MEMORY_MAX_MB=256), student C's tiny run
+(examples/walkthrough.json) and C's page requests (the editor page) are timed, and compared
+with the same run and page on the idle server.
+
+Real server as in bench/class_burst.py (Daphne on a free loopback port, its own var dir),
+three run workers so each of the three students has one.
+
+Goals (issue 11): the tiny run completes within 0.5 s of its time alone; page requests stay
+within their usual time. Run: .venv/bin/python bench/isolation.py [--matmuls N]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from class_burst import ROOT, Client, healthy, percentile, start_server
+
+TINY_RUNS, PAGES = 5, 20
+
+
+def edge(i: int, source: str, target: str, port: str = "tensor", target_port: str = "tensor") -> dict:
+    return {"id": f"e{i}", "source": source, "sourceHandle": port, "target": target, "targetHandle": target_port}
+
+
+def trigger(target: str) -> dict:
+    return {"id": "t", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": target}
+
+
+def long_graph(matmuls: int) -> dict:
+    nodes = [{"id": "start", "type": "Start"},
+             {"id": "x", "type": "TensorCreate", "data": {"params": {"shape": "1500,1500", "fill": "randn"}}}]
+    edges, previous = [trigger("x")], "x"
+    for i in range(matmuls):
+        nodes.append({"id": f"m{i}", "type": "MatMul"})
+        edges += [edge(2 * i, previous, f"m{i}", target_port="tensor_a"), edge(2 * i + 1, "x", f"m{i}", target_port="tensor_b")]
+        previous = f"m{i}"
+    return {"nodes": nodes, "edges": edges}
+
+
+def hog_graph() -> dict:
+    return {"nodes": [{"id": "start", "type": "Start"},
+                      {"id": "big", "type": "TensorCreate", "data": {"params": {"shape": "9000,9000", "fill": "randn"}}}],
+            "edges": [trigger("big")]}
+
+
+def accounts(env: dict) -> tuple[list[str], str]:
+    """Three students' API tokens, and a logged-in session of the third (C)."""
+    script = ("from django.core.management import call_command\n"
+              "from django.contrib.auth import get_user_model, BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY\n"
+              "from django.contrib.sessions.backends.db import SessionStore\n"
+              "from apps.accounts.models import ApiToken\n"
+              "call_command('migrate', interactive=False, verbosity=0)\n"
+              "users = [get_user_model().objects.create_user(name) for name in ('a', 'b', 'c')]\n"
+              "session = SessionStore()\n"
+              "session.update({SESSION_KEY: str(users[2].pk), HASH_SESSION_KEY: users[2].get_session_auth_hash(),\n"
+              "                BACKEND_SESSION_KEY: 'django.contrib.auth.backends.ModelBackend'})\n"
+              "session.create()\n"
+              "print(' '.join(ApiToken.issue(u) for u in users), session.session_key)\n")
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=True)
+    *tokens, session = done.stdout.split()[-4:]
+    return tokens, session
+
+
+async def page_times(port: int, session: str) -> list[float]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    times = []
+    for _ in range(PAGES):
+        started = time.perf_counter()
+        writer.write(f"GET /editor/ HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: sessionid={session}\r\n\r\n".encode())
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        assert head[0].split()[1] == "200", head[0]
+        length = next(int(h.split(":", 1)[1]) for h in head if h.lower().startswith("content-length:"))
+        await reader.readexactly(length)
+        times.append(time.perf_counter() - started)
+    writer.close()
+    return times
+
+
+async def tiny_times(port: int, token: str, doc: dict) -> list[float]:
+    client = await Client(port, token).open()
+    times = []
+    for _ in range(TINY_RUNS):
+        seconds, run = await client.run(doc, {})
+        assert run["status"] == "succeeded", run["error"]
+        times.append(seconds)
+    client.close()
+    return times
+
+
+async def scenario(port: int, tokens: list[str], session: str, matmuls: int) -> dict:
+    walkthrough = json.loads((ROOT / "examples" / "walkthrough.json").read_text())
+    await tiny_times(port, tokens[2], walkthrough)  # warm-up
+    alone = {"tiny": await tiny_times(port, tokens[2], walkthrough), "page": await page_times(port, session)}
+    a, b = await Client(port, tokens[0]).open(), await Client(port, tokens[1]).open()
+    heavy = asyncio.ensure_future(a.run(long_graph(matmuls), {"record": False}))
+    await asyncio.sleep(0.5)  # A computes
+    hog = asyncio.ensure_future(b.run(hog_graph(), {}))
+    await asyncio.sleep(0.2)  # B grows towards the cap
+    loaded = {"tiny": await tiny_times(port, tokens[2], walkthrough), "page": await page_times(port, session)}
+    overlapped = not heavy.done()
+    (heavy_s, heavy_run), (hog_s, hog_run) = await heavy, await hog
+    a.close()
+    b.close()
+    return {"alone": alone, "loaded": loaded, "heavy": (heavy_s, heavy_run["status"], overlapped),
+            "hog": (hog_s, f"{hog_run['status']}: {hog_run['error']}")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--matmuls", type=int, default=12)
+    args = parser.parse_args()
+    var = Path(tempfile.mkdtemp(prefix="codefyui-isolation-"))
+    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DJANGO_DEBUG"}}
+    env.update(DATABASE_URL=f"sqlite:///{var / 'bench.sqlite3'}", CODEFYUI_VAR_DIR=str(var),
+               DJANGO_SETTINGS_MODULE="codefyui.settings", DJANGO_ALLOWED_HOSTS="127.0.0.1",
+               CODEFYUI_RUN_WORKERS="3", CODEFYUI_MAX_CONCURRENT_RUNS="3", CODEFYUI_RUN_MEMORY_MAX_MB="256",
+               PYTHONPATH=str(ROOT))
+    tokens, session = accounts(env)
+    server, port = start_server(var, env)
+    try:
+        asyncio.run(healthy(port, tokens[0]))
+        result = asyncio.run(scenario(port, tokens, session, args.matmuls))
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(30)
+    alone, loaded = result["alone"], result["loaded"]
+    tiny_alone, tiny_loaded = statistics.median(alone["tiny"]), statistics.median(loaded["tiny"])
+    heavy_s, heavy_status, overlapped = result["heavy"]
+    print(f"student A: {args.matmuls} MatMuls of [1500, 1500]: {heavy_status} after {heavy_s:.1f} s "
+          f"({'still computing' if overlapped else 'FINISHED'} when C's runs and pages were done)")
+    print(f"student B: a [9000, 9000] random tensor past the 256 MB cap, after {result['hog'][0]:.2f} s: {result['hog'][1]}")
+    print(f"student C's walkthrough run: alone median {tiny_alone:.3f} s; beside A and B median {tiny_loaded:.3f} s, "
+          f"max {max(loaded['tiny']):.3f} s")
+    for name, times in (("alone", alone["page"]), ("beside A and B", loaded["page"])):
+        print(f"student C's editor page, {name}: median {statistics.median(times) * 1e3:.1f} ms, "
+              f"p95 {percentile(times, 0.95) * 1e3:.1f} ms")
+    print(f"figure: isolation_tiny_run_extra_s = {max(loaded['tiny']) - tiny_alone:.3f}")
+
+
+if __name__ == "__main__":
+    main()

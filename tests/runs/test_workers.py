@@ -1,0 +1,139 @@
+"""Runs in real worker processes: two students at once (one seeded), a run past its memory
+cap, a Stop that ends a node stuck in a loop, a worker killed from outside, the fair queue.
+One pool serves the whole module: each worker start imports torch."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from apps.graphs import document
+from apps.runs import service
+from apps.runs.models import Run
+from codefyui import conf
+from tests.runs.worker_nodes import graph
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def until(condition, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        assert time.monotonic() < deadline, f"never {what}"
+        time.sleep(0.02)
+    return found
+
+
+@pytest.fixture(scope="module")
+def pool():
+    pool = service.start_workers(2)
+    until(lambda: pool.free() == 2, "both workers started")
+    yield pool
+    service.stop_workers()
+
+
+@pytest.fixture
+def ready(pool):
+    """Both workers idle before and after the test (an ended worker is replaced)."""
+    until(lambda: pool.free() == 2, "both workers idle")
+    yield pool
+    until(lambda: pool.free() == 2, "both workers idle again")
+
+
+def start(user, doc, **options) -> Run:
+    return service.start_run(user, document.normalise(doc), overrides=options)
+
+
+def started_in(path: Path) -> int:
+    """The process id the test node wrote when it started."""
+    pid_file = Path(f"{path}.pid")
+    until(pid_file.exists, f"started {path.name}")
+    return int(until(pid_file.read_text, f"wrote {pid_file.name}"))
+
+
+def release(path: Path) -> None:
+    Path(f"{path}.go").touch()
+
+
+def test_a_seeded_and_an_unseeded_run_of_two_students_compute_at_the_same_time(ready, student, stranger, tmp_path):
+    seeded = start(student, graph("test:Hold", path=str(tmp_path / "a")), seed=7, deterministic=True)
+    unseeded = start(stranger, graph("test:Hold", path=str(tmp_path / "b")))
+    pids = {started_in(tmp_path / "a"), started_in(tmp_path / "b")}  # both hold at once
+    assert len(pids) == 2 and pids <= set(ready.pids()) and os.getpid() not in pids
+    release(tmp_path / "a")
+    release(tmp_path / "b")
+    for run in (seeded, unseeded):
+        run = service.wait_for(run.pk)
+        assert run.status == "succeeded", run.error
+        assert run.nodes["node"]["summary"]["tensor"]["shape"] == [2]
+
+
+def test_a_run_past_the_memory_cap_fails_naming_the_node_and_the_limit(ready, student, tmp_path):
+    ready.memory_max_mb = 96
+    try:
+        run = service.wait_for(start(student, graph("test:Hog", path=str(tmp_path / "hog"), mb=1024)).pk)
+    finally:
+        ready.memory_max_mb = conf.RUN_MEMORY_MAX_MB
+    assert run.status == "failed"
+    assert run.error == ("Hog (node) needed more memory than a run may use (96 MB, CODEFYUI_RUN_MEMORY_MAX_MB), "
+                         "so the run was stopped.")
+    assert run.nodes["node"] == {"status": "error", "error": run.error}
+    assert run.log[-1]["text"] == f"Execution error: {run.error}"
+
+
+def test_stop_ends_a_node_stuck_in_a_long_loop(ready, student, tmp_path):
+    run = start(student, graph("test:Spin", path=str(tmp_path / "spin")))
+    pid = started_in(tmp_path / "spin")
+    service.cancel_run(Run.objects.get(pk=run.pk))
+    run = service.wait_for(run.pk, timeout=10)
+    assert run.status == "cancelled" and run.error == "Execution cancelled"
+    assert not Path(f"/proc/{pid}").exists()  # the computation itself has ended
+
+
+def test_a_run_past_its_deadline_fails_and_the_computation_ends(ready, student, tmp_path, monkeypatch):
+    monkeypatch.setattr(conf, "RUN_TIMEOUT_S", 1)
+    run = start(student, graph("test:Spin", path=str(tmp_path / "spin")))
+    pid = started_in(tmp_path / "spin")
+    run = service.wait_for(run.pk, timeout=10)
+    assert run.status == "failed"
+    assert run.error == "The run took longer than 1 seconds (CODEFYUI_RUN_TIMEOUT_S) and was stopped."
+    until(lambda: not Path(f"/proc/{pid}").exists(), "ended the worker still computing")
+
+
+def test_a_worker_killed_from_outside_fails_only_its_run(ready, student, stranger, tmp_path):
+    doomed = start(student, graph("test:Hold", path=str(tmp_path / "a")))
+    other = start(stranger, graph("test:Hold", path=str(tmp_path / "b")))
+    os.kill(started_in(tmp_path / "a"), signal.SIGKILL)
+    started_in(tmp_path / "b")
+    doomed = service.wait_for(doomed.pk)
+    assert doomed.status == "failed" and doomed.error == "The run's worker stopped unexpectedly; run it again"
+    assert Run.objects.get(pk=other.pk).status == "running"
+    release(tmp_path / "b")
+    assert service.wait_for(other.pk).status == "succeeded"
+
+
+def test_runs_are_taken_round_robin_across_students_and_each_may_queue_three(ready, student, stranger, tmp_path,
+                                                                             monkeypatch, client):
+    monkeypatch.setattr(conf, "MAX_CONCURRENT_RUNS", 1)
+    first = start(student, graph("test:Hold", path=str(tmp_path / "first")))
+    started_in(tmp_path / "first")
+    tiny = graph("test:Hold", path=str(tmp_path / "tiny"))
+    release(tmp_path / "tiny")
+    queued = [start(student, tiny), start(student, tiny), start(stranger, tiny), start(student, tiny)]
+    assert [service.queue_place(r) for r in queued] == [1, 3, 2, 4]
+    client.force_login(stranger)
+    assert "Queued (2nd in the queue)" in client.get("/editor/").content.decode()  # the Runs panel
+    with pytest.raises(service.RunRefused) as refused:
+        start(student, tiny)
+    assert refused.value.problems == [
+        "You already have 3 runs waiting in the queue (CODEFYUI_MAX_QUEUED_RUNS_PER_USER is 3). "
+        "Wait until one of them starts, or stop one, then run again."]
+    release(tmp_path / "first")
+    runs = [service.wait_for(r.pk) for r in [first, *queued]]
+    assert all(r.status == "succeeded" for r in runs), [r.error for r in runs]
+    started = sorted(runs, key=lambda r: r.started)
+    assert [r.pk for r in started] == [r.pk for r in (first, queued[0], queued[2], queued[1], queued[3])]
+

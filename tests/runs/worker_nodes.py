@@ -1,0 +1,78 @@
+"""Test-only nodes for the run-worker tests. They import no Django, so the workers import
+this module themselves when a planned node names it. Each writes its process id to
+``<path>.pid`` when it starts, so a test knows where and that it runs."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from apps.graphs.nodes.base import Node, Param, Port, register
+
+
+def _started(path: str) -> None:
+    Path(f"{path}.pid").write_text(str(os.getpid()))
+
+
+@register
+class Hold(Node):
+    """Holds the run until ``<path>.go`` exists (at most 30 s)."""
+    type = "test:Hold"
+    category = "Utility"
+    description = "Holds a run until the test releases it."
+    outputs = (Port("tensor"),)
+    params = (Param("path", "string", ""),)
+    cacheable = False
+
+    def run(self, ctx, params):
+        _started(params["path"])
+        deadline = time.monotonic() + 30
+        while not Path(f"{params['path']}.go").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return {"tensor": torch.ones(2)}
+
+
+@register
+class Spin(Node):
+    """A node stuck in a long loop: it never looks at Stop (60 s of pure computation)."""
+    type = "test:Spin"
+    category = "Utility"
+    description = "Computes for a minute."
+    outputs = (Port("tensor"),)
+    params = (Param("path", "string", ""),)
+    cacheable = False
+
+    def run(self, ctx, params):
+        _started(params["path"])
+        deadline, x = time.monotonic() + 60, 0
+        while time.monotonic() < deadline:
+            x += 1
+        return {"tensor": torch.tensor([float(x)])}
+
+
+@register
+class Hog(Node):
+    """Takes ``mb`` MB of memory, 16 MB at a time, and holds it."""
+    type = "test:Hog"
+    category = "Utility"
+    description = "Uses a lot of memory."
+    outputs = (Port("tensor"),)
+    params = (Param("path", "string", ""), Param("mb", "int", 64))
+    cacheable = False
+
+    def run(self, ctx, params):
+        _started(params["path"])
+        held = []
+        for _ in range(params["mb"] // 16):
+            held.append(torch.ones(4 * 2**20))  # 16 MB, every page written
+            time.sleep(0.01)
+        return {"tensor": torch.tensor([float(len(held))])}
+
+
+def graph(node_type: str, **params) -> dict:
+    """Start -> one test node."""
+    return {"nodes": [{"id": "start", "type": "Start"},
+                      {"id": "node", "type": node_type, "data": {"label": node_type[5:], "params": params}}],
+            "edges": [{"id": "t", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": "node"}]}
