@@ -146,11 +146,13 @@ def side_tabs(current: str, node_panel_shown: bool) -> list[dict[str, Any]]:
 
 
 def inspected_run(request, tab: Tab | None) -> Run | None:
-    """The run the page inspects: named in the page's state (a reload starts without one)."""
+    """The run the page inspects: named in the page's state (a reload starts without one), as
+    its recorder knows it now (the row is written at most every 0.25 s)."""
     run_id = canonical_uuid(request.GET.get("run", ""))
     if run_id is None or tab is None:
         return None
-    return find_visible(Run.objects, request.user, run_id)
+    run = find_visible(Run.objects, request.user, run_id)
+    return service.current(run) if run else None
 
 
 def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:

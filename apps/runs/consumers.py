@@ -72,8 +72,8 @@ def fragment(event: dict) -> str:
 
 
 def block_badges(run_id: str, inner_ids: list[str]) -> str:
-    """Badges of the blocks holding these inner nodes, rolled up from the Run row."""
-    statuses = Run.objects.get(pk=run_id).nodes
+    """Badges of the blocks holding these inner nodes, rolled up from what the recorder holds."""
+    statuses = service.current(Run.objects.get(pk=run_id)).nodes
     blocks = {node_id.split("/", 1)[0] for node_id in inner_ids if "/" in node_id}
     return "".join(render_to_string("editor/_badge.html", {
         "card": _Card(block, subgraphs.rolled_up_status(block, statuses)), "oob": True}) for block in sorted(blocks))
