@@ -1,13 +1,15 @@
-"""Inspector render cost: server time and bytes of the Forward fragment (the Inspector
-column) for a [1, 3, 224, 224] output and for the walkthrough's Softmax, median and p95,
-then the same from a Daphne server with 30 concurrent clients.
+"""Inspector render cost: server time and bytes of what a click on a node answers (the
+editor's #editor partial, with the Inspector column on Forward) for a [1, 3, 224, 224]
+output and for the walkthrough's Softmax, median and p95, then the same from a Daphne server
+with 30 concurrent clients.
 
 The concurrent figure models a class: 30 students, each logged in in their own browser with
-their own run and its editor page open, ask for the fragment at once, 5 times each, over
-kept-alive connections (as htmx in a browser does). No student's fragment has been rendered
-before, so the first request of each renders its value grids. The server runs in its own
-process; the clients are one asyncio loop in this one, so they take little of the machine's
-CPU from the server.
+their own run and its editor page open, click a node at once, 5 times each, over kept-alive
+connections (as htmx in a browser does). No student's view has been rendered before, so the
+first request of each renders its value grids. The server runs in its own process; the
+clients are one asyncio loop in this one, so they take little of the machine's CPU from the
+server. (Until the Inspector column became part of the page, this bench timed a column-only
+fragment that no click asked for; a click always re-rendered #editor.)
 
 Goals (issue: Teaching Inspector): the [1, 3, 224, 224] fragment in <= 11 ms and <= 100 KB at
 the median; 30 concurrent clients at p95 <= 250 ms.
@@ -75,7 +77,7 @@ def setup() -> tuple[Client, str, str]:
         store.put(str(run.pk), node, port, value)
     client = Client()
     client.force_login(user)
-    return client, f"/editor/{tab.pk}/inspect/{{node}}/?run={run.pk}", str(run.pk)
+    return client, f"/editor/{tab.pk}/?node={{node}}&view=forward&run={run.pk}", str(run.pk)
 
 
 def timed(client: Client, url: str) -> tuple[float, int]:
@@ -185,7 +187,7 @@ def served() -> tuple[list[float], list[float], list[float]]:
         cookie = f"sessionid={session.session_key}"
         status, _ = request("GET", f"/editor/{tab.pk}/?run={run_id}", headers={"Cookie": cookie})
         assert status == 200, status  # the editor the student has open before clicking a node
-        return f"/editor/{tab.pk}/inspect/relu/?run={run_id}", cookie
+        return f"/editor/{tab.pk}/?node=relu&view=forward&run={run_id}", cookie
 
     async def one_by_one(path: str, cookie: str) -> list[float]:
         browser = await KeptAlive.open(port, cookie)

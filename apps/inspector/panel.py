@@ -191,6 +191,8 @@ def card_picture(ins: Inspection, node: dict[str, Any]) -> Picture | None:
     key = ("picture", ins.run_id, serial)
     if (hit := _VIEWS.get(key)) is None:
         hit = picture(value) or False   # False: looked at, nothing to draw
+        if hit:
+            hit.key = f"{ins.run_id}-{serial}"
         _VIEWS.put(key, hit)
     return hit or None
 

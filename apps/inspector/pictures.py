@@ -20,7 +20,8 @@ LINE_MAX_POINTS = 64
 class Picture:
     kind: str                                   # "heat" | "line"
     title: str                                  # what it shows, in words (hover, screen readers)
-    cells: list[tuple[float, float, float, float, str]] = field(default_factory=list)  # x, y, w, h, fill
+    cells: list[tuple[str, str, str, str, str]] = field(default_factory=list)  # x, y, w, h, fill: as SVG writes them
+    key: str = ""                               # which capture it draws: the template caches its markup by it
     points: str = ""                            # the sparkline's polyline
     width: int = WIDTH
     height: int = HEIGHT
@@ -68,7 +69,8 @@ def _heat(plane: torch.Tensor, t: torch.Tensor) -> Picture:
         finite = F.adaptive_avg_pool2d(finite.reshape(1, 1, *plane.shape), (rows, cols)).reshape(rows, cols)
     largest = finite.abs().max().item() or 1.0
     w, h = WIDTH / cols, HEIGHT / rows
-    cells = [(round(c * w, 1), round(r * h, 1), round(w, 1), round(h, 1), _shade(v / largest))
+    # written out here, once per capture: the template then only places strings (no number formatting)
+    cells = [(f"{c * w:.1f}", f"{r * h:.1f}", f"{w:.1f}", f"{h:.1f}", _shade(v / largest))
              for r, row in enumerate(finite.tolist()) for c, v in enumerate(row)]
     return Picture("heat", _title("Heat map", t, plane), cells=cells)
 
