@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.graphs import document, segments
-from apps.graphs.nodes.base import PORT_COLOURS, Port, category_colour, resolve
+from apps.graphs.nodes.base import PORT_COLOURS, Port, resolve
 
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
 SHAPE_LABEL_BEFORE = 30  # px before the input an edge enters: its shape is written over the gap between cards
 PICTURE_H = 40           # room under the ports for a picture of the node's output, after a run
-NOTE_COLOUR, DEFAULT_CATEGORY_COLOUR = "#FFF59D", "#607D8B"
+NOTE_COLOUR = "#FFF59D"  # editor/palette.css colours note cards with it
 MARGIN = 240
 
 
@@ -33,7 +33,6 @@ class CardView:
     type: str
     label: str
     category: str
-    colour: str
     description: str
     x: float
     y: float
@@ -143,13 +142,13 @@ def _card(node: dict[str, Any], entry: bool) -> CardView:
     x, y = node["position"]["x"], node["position"]["y"]
     cls = resolve(node["type"]) if node["type"] != document.NOTE_TYPE else None
     if cls is None:
-        return CardView(node["id"], node["type"], "Note", "", NOTE_COLOUR, "", x, y, NOTE_H, is_note=True,
+        return CardView(node["id"], node["type"], "Note", "", "", x, y, NOTE_H, is_note=True,
                         text=str(node.get("data", {}).get("text", "")))
     params = cls.coerce_params(node["data"].get("params", {}))[0]
     inputs, outputs = cls.input_ports(params), cls.output_ports(params)
     rows = max(len(inputs), len(outputs), 1)
     card = CardView(node["id"], cls.type, document.node_label(node), cls.category,
-                    category_colour(cls.category), cls.description, x, y,
+                    cls.description, x, y,
                     HEADER_H + rows * ROW_H + 6, entry=entry)
     card.inputs = [_port(p, x, y, i, "in") for i, p in enumerate(inputs)]
     card.outputs = [_port(p, x + CARD_W, y, i, "out") for i, p in enumerate(outputs)]

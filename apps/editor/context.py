@@ -8,7 +8,6 @@ from django.template.defaultfilters import filesizeformat
 import codefyui
 from apps.graphs import document, edits, segments, subgraphs
 from apps.graphs.models import Graph
-from apps.graphs.nodes.base import PORT_COLOURS
 from apps.inspector.capture_state import RunView
 from apps.inspector.panel import TABS, Inspection, card_picture, segment_view
 from apps.inspector.values import shape_text
@@ -166,7 +165,7 @@ def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:
               for p in cls.params if p.kind not in ("grid", "json")]
     wired = {e["targetHandle"]: f"{e['source']}::{e['sourceHandle']}" for e in doc["edges"]
              if e["target"] == node_id and not document.is_trigger(e)}
-    inputs = [{"port": p, "colour": PORT_COLOURS.get(p.type, PORT_COLOURS["ANY"]), "current": wired.get(p.name, ""),
+    inputs = [{"port": p, "current": wired.get(p.name, ""),
                "options": edits.compatible_sources(doc, node_id, p.name)} for p in cls.input_ports(coerced)]
     return {"node": node, "cls": cls, "label": document.node_label(node), "params": params, "inputs": inputs,
             "moves": edits.nudges(node),

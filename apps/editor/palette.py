@@ -1,7 +1,7 @@
 """The node palette: the sidebar's categories and the quick search. No Django here."""
 from __future__ import annotations
 
-from apps.graphs.nodes.base import CATEGORY_ORDER, Node, category_colour, registry
+from apps.graphs.nodes.base import CATEGORY_ORDER, Node, registry
 
 BASIC_CATEGORIES = ("Data", "CNN", "Training", "IO")
 QUICK_SEARCH_LIMIT = 20
@@ -12,15 +12,15 @@ def catalogue() -> list[type[Node]]:
     return [cls for key, cls in registry().items() if not key.startswith("test:") and not cls.subgraph]
 
 
-def categories(mode: str = "all") -> list[tuple[str, str, list[type[Node]]]]:
-    """(category, colour, nodes) in CodefyUI's order, then the rest A–Z; Basic keeps four."""
+def categories(mode: str = "all") -> list[tuple[str, list[type[Node]]]]:
+    """(category, nodes) in CodefyUI's order, then the rest A–Z; Basic keeps four."""
     grouped: dict[str, list[type[Node]]] = {}
     for cls in catalogue():
         grouped.setdefault(cls.category, []).append(cls)
     names = [c for c in CATEGORY_ORDER if c in grouped] + sorted(c for c in grouped if c not in CATEGORY_ORDER)
     if mode == "basic":
         names = [c for c in names if c in BASIC_CATEGORIES]
-    return [(c, category_colour(c), sorted(grouped[c], key=lambda n: n.type)) for c in names]
+    return [(c, sorted(grouped[c], key=lambda n: n.type)) for c in names]
 
 
 def quick_search(query: str) -> list[type[Node]]:

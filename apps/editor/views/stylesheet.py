@@ -9,10 +9,10 @@ from django.utils.text import slugify
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
 
-from apps.graphs.nodes.base import CATEGORY_COLOURS, PORT_COLOURS
+from apps.graphs.nodes.base import CATEGORY_COLOURS, PORT_COLOURS, category_colour
 from apps.inspector.values import HEAT_DARKEST, HEAT_RGB
 
-from ..canvas import DEFAULT_CATEGORY_COLOUR, NOTE_COLOUR
+from ..canvas import NOTE_COLOUR
 from ..templatetags.placement import AXES, DIGITS
 
 _css: str | None = None
@@ -25,7 +25,7 @@ def palette_css(request: HttpRequest) -> HttpResponse:
     if _css is None:
         _css = render_to_string("editor/palette.css", {
             "any_colour": PORT_COLOURS["ANY"], "port_colours": sorted(PORT_COLOURS.items()),
-            "default_category_colour": DEFAULT_CATEGORY_COLOUR,
+            "default_category_colour": category_colour(""),
             "category_colours": sorted((slugify(c), colour) for c, colour in {**CATEGORY_COLOURS, "": NOTE_COLOUR}.items()),
             "heat_rgb": HEAT_RGB, "heat_levels": [(n, n / 100) for n in range(round(HEAT_DARKEST * 100) + 1)],
             "axes": AXES.items(), "places": [(i, 10**i) for i in range(DIGITS)], "digits": range(1, 10),
