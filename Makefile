@@ -10,9 +10,12 @@ PORT ?= 8000
 
 .PHONY: run test bench chromium
 
-$(VENV)/.base: pyproject.toml
+PACKS := $(wildcard packs/*/pyproject.toml)
+
+# The lesson packs under packs/ are distributions of their own, installed beside the product.
+$(VENV)/.base: pyproject.toml $(PACKS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e . $(foreach p,$(PACKS),-e $(dir $(p)))
 	touch $@
 
 $(VENV)/.test: $(VENV)/.base

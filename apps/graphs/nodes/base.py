@@ -227,8 +227,20 @@ def register(cls: type[Node]) -> type[Node]:
     return cls
 
 
+_PACKS_LOADED = False
+
+
 def registry() -> dict[str, type[Node]]:
+    """Every node: the built-in library, then the nodes of every installed pack."""
+    global _PACKS_LOADED
     from . import library  # noqa: F401  (importing the library registers every node)
+    if not _PACKS_LOADED:
+        _PACKS_LOADED = True
+        from .packs import discover
+        for pack in discover().values():
+            for cls in pack.nodes:
+                if cls.type not in _REGISTRY:
+                    register(cls)
     return _REGISTRY
 
 
