@@ -55,6 +55,7 @@ SMALL_RUNS = {
     "TransformerDecoder": ({"d_model": 8, "nhead": 2, "num_layers": 1, "dim_feedforward": 16},
                            {"tensor": t(1, 3, 8), "memory": t(1, 4, 8)}),
     "BackwardOnce": ({}, {"tensor": t(2, 2)}),
+    "SequentialModel": ({}, {}),
 }
 
 EXPECTED_SHAPES = {
