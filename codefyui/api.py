@@ -16,8 +16,6 @@ from django.views import defaults
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
-from apps.accounts.backends import ApiTokenBackend
-
 
 class ApiError(Exception):
     def __init__(self, status: int, detail: str | list[str]):
@@ -43,14 +41,10 @@ def json_body(request: HttpRequest) -> Any:
 
 
 def _token_user(request: HttpRequest):
-    """A valid token is looked up directly (a class's every request, so it must be cheap); a
-    wrong one goes through ``authenticate`` too, where django-axes counts the failure and
-    answers a lockout. Throttling guards guessable secrets: a token is 256 random bits."""
     header = request.headers.get("Authorization", "")
     if not header.startswith("Bearer "):
         return None
-    token = header[7:].strip()
-    return ApiTokenBackend().authenticate(request, api_token=token) or authenticate(request, api_token=token)
+    return authenticate(request, api_token=header[7:].strip())  # apps.accounts.backends, before axes
 
 
 def api(*methods: str) -> Callable:
