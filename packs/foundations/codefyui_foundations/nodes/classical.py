@@ -8,7 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from apps.graphs.nodes.base import NodeError, Param, Port
-from apps.graphs.nodes.library._helpers import LibraryNode, as_float, class_labels, shape_str, step
+from apps.graphs.nodes.library._helpers import (LibraryNode, as_float, class_labels,
+                                                training_data, step)
 
 CATEGORY = "Classical"
 
@@ -17,30 +18,6 @@ TRAINING_INPUTS = (
     Port("y_train", "LIST", description="One label per training row"),
     Port("x_query", description="Features [M, F] to classify"),
 )
-
-
-def features(x: torch.Tensor, port: str, node: str) -> torch.Tensor:
-    """A feature table [rows, features]; a 1-D tensor is one feature per row."""
-    if x.dim() == 1:
-        x = x.unsqueeze(1)
-    if x.dim() != 2:
-        raise NodeError(f"{node} expects '{port}' as a 2-D table [rows, features], but got shape "
-                        f"{shape_str(x.shape)}")
-    return as_float(x)
-
-
-def training_data(node: str, x_train, x_query, n_labels: int | None = None):
-    """The training and query tables, checked against each other (and the label count)."""
-    x_train, x_query = features(x_train, "x_train", node), features(x_query, "x_query", node)
-    if x_train.shape[0] == 0:
-        raise NodeError(f"{node} needs at least one training row, but x_train is empty")
-    if x_train.shape[1] != x_query.shape[1]:
-        raise NodeError(f"{node}: x_query has {x_query.shape[1]} features per row but x_train "
-                        f"has {x_train.shape[1]}; both need the same columns")
-    if n_labels is not None and n_labels != x_train.shape[0]:
-        raise NodeError(f"{node}: x_train has {x_train.shape[0]} rows but y_train has "
-                        f"{n_labels} labels; give one label per row")
-    return x_train, x_query
 
 
 class KNN(LibraryNode):
