@@ -52,6 +52,10 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=60.0)
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if not args.repo.exists():
+        print(f"No CodefyUI repository at {args.repo}; name one with --repo PATH")
+        print("figure: codefyui_plugin_examples_running = n/a")
+        return
     graphs = plugin_examples(args.repo)
     ran = 0
     for name, text in sorted(graphs.items()):
