@@ -97,6 +97,17 @@ def back(out: torch.Tensor, two_d: bool) -> torch.Tensor:
     return out.squeeze(0) if two_d else out.transpose(0, 1)
 
 
+def passed_on(labels) -> list:
+    """Token names, passed through for the heatmap's axes."""
+    if labels is None:
+        return []
+    return labels.tolist() if isinstance(labels, torch.Tensor) else list(labels)
+
+
+def blocked_note(block) -> str:
+    return r"; blocked pairs read $-\infty$." if block is not None else "."
+
+
 class SelfAttention(LibraryNode):
     type = "deep:Edu-SelfAttention"
     category = "LLM"
@@ -137,8 +148,7 @@ class SelfAttention(LibraryNode):
              "$Q = xW_q$, $K = xW_k$, $V = xW_v$.",
              Q=shown(Q, two_d, True), K=shown(K, two_d, True), V=shown(V, two_d, True))
         step(ctx, "scaled_scores", r"How well each query matches each key: "
-             r"$S = QK^T / \sqrt{d}$" + (r"; blocked pairs read $-\infty$." if block is not None
-                                         else "."),
+             r"$S = QK^T / \sqrt{d}$" + blocked_note(block),
              {"d": float(width), "sqrt_d": math.sqrt(width)}, scores=shown(scores, two_d, True))
         if block is not None:
             step(ctx, "mask", f"The blocked pairs (True = blocked): causal = "
@@ -148,7 +158,7 @@ class SelfAttention(LibraryNode):
              weights=weights)
         step(ctx, "weighted_sum", "Each output is the weighted sum of the values: $O = AV$.",
              output=output)
-        return {"output": output, "weights": weights, "labels": list(labels or [])}
+        return {"output": output, "weights": weights, "labels": passed_on(labels)}
 
 
 def trace_scores(ctx, scores, two_d: bool, size: int, block, mask, causal: bool,
@@ -158,7 +168,7 @@ def trace_scores(ctx, scores, two_d: bool, size: int, block, mask, causal: bool,
     if with_root:
         scalars["sqrt_dh"] = math.sqrt(size)
     step(ctx, "scaled_scores", r"Per head: $S_h = Q_hK_h^T / \sqrt{d_h}$ with $d_h = "
-         f"{size}$" + (r"; blocked pairs read $-\infty$." if block is not None else "."),
+         f"{size}$" + blocked_note(block),
          scalars, scores=shown(scores, two_d))
     if block is not None:
         step(ctx, "mask", f"The blocked pairs (True = blocked), the same in every head: causal = "
@@ -208,7 +218,7 @@ class MultiHeadAttention(LibraryNode):
              "for a query add up to 1.", weights=weights)
         step(ctx, "concat_and_project", r"The heads' weighted sums $A_hV_h$ side by side again, "
              r"mixed by $W_o$: $O = [A_1V_1, \dots, A_HV_H]\,W_o^T$.", output=output)
-        return {"output": output, "weights": weights, "labels": list(labels or [])}
+        return {"output": output, "weights": weights, "labels": passed_on(labels)}
 
 
 class CrossAttention(LibraryNode):
@@ -262,5 +272,5 @@ class CrossAttention(LibraryNode):
              "query's weights add up to 1.", weights=weights)
         step(ctx, "concat_and_project", r"The heads' weighted sums side by side again, mixed by "
              r"$W_o$: one output row per query.", output=output)
-        return {"output": output, "weights": weights, "q_labels": list(q_labels or []),
-                "k_labels": list(k_labels or [])}
+        return {"output": output, "weights": weights, "q_labels": passed_on(q_labels),
+                "k_labels": passed_on(k_labels)}

@@ -111,7 +111,8 @@ class LinearRegression(LibraryNode):
             gram, target = with_ones.T @ with_ones + penalty, with_ones.T @ y
             theta = torch.linalg.lstsq(gram, target.unsqueeze(1)).solution.squeeze(1)
             weights, bias = theta[:n_features], theta[n_features]
-            how = r"the normal equation $(X^TX + \lambda I)\,\theta = X^Ty$ with a column of ones for the bias"
+            how = (r"the normal equation $(X^TX + \lambda I)\,\theta = X^Ty$, with a column of ones "
+                   "for the bias")
         else:
             weights, bias = x.new_zeros(n_features), x.new_zeros(())
             for _ in range(params["epochs"]):

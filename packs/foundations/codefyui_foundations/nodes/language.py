@@ -141,8 +141,8 @@ class TokenEmbedding(LibraryNode):
             words, ids = words[:min(len(words), len(ids))], ids[:min(len(words), len(ids))]
         elif token_ids is not None:
             words = [f"<id:{i}>" for i in ids]
-        table = torch.randn(rows, width, generator=torch.Generator().manual_seed(seed_value(params["seed"])))
-        table = (table / math.sqrt(width)).to(ctx.device)
+        generator = torch.Generator().manual_seed(seed_value(params["seed"]))
+        table = (torch.randn(rows, width, generator=generator) / math.sqrt(width)).to(ctx.device)
         vocab, seen = [], {}
         for word in words:
             if word not in seen:
