@@ -58,7 +58,7 @@ class FilterRows(LibraryNode):
     def _column(params, columns, width: int) -> tuple[int, str]:
         name = params["column_name"].strip()
         if name:
-            if not columns:
+            if columns is None or len(columns) == 0:
                 raise NodeError("FilterRows: 'column_name' is set but no 'columns' input is wired; "
                                 "wire the table's column names, or clear 'column_name' and use "
                                 "'column_index'")
