@@ -206,3 +206,16 @@ def test_sentence_embedding_loads_but_refuses_to_run_offline(ctx):
 def test_bad_params_are_named(type_key, raw, message):
     _, problems = registry()[type_key].coerce_params(raw)
     assert problems and problems[0].startswith(message)
+
+
+def test_fitted_models_cross_to_the_server_and_into_captures(ctx):
+    """A run worker pickles outputs to the server, and the capture store deep-copies modules."""
+    import copy
+    import pickle
+
+    fitted = run(ctx, "edu:Classifier", x_train=POINTS, y_train=NAMES, x_query=ASK)["model"]
+    trained = run(ctx, "edu:TrainAndEvaluate", {"epochs": 3}, model=build(ctx, ("edu:FFNLayer", {})),
+                  x_train=POINTS, y_train=NAMES, x_query=ASK)["model"]
+    for model in (fitted, trained):
+        for twin in (pickle.loads(pickle.dumps(model)), copy.deepcopy(model)):
+            assert twin.predict(ASK) == model.predict(ASK)
