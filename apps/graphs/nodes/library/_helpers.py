@@ -146,15 +146,31 @@ def build_layer(ctx: RunContext, elements: int, what: str, build: Callable[[], A
     """
     ctx.check_size(int(elements), what)
     seed = ctx.seed if seed is None else seed
+    return ctx.module(lambda: seeded(seed, build))
 
-    def make() -> Any:
-        if seed is None:
-            return build()
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed_value(seed))
-            return build()
 
-    return ctx.module(make)
+def seeded(seed: int | None, build: Callable[[], Any]) -> Any:
+    """``build()`` with torch's random numbers drawn from ``seed`` (unseeded when None),
+    leaving torch's global random state as it was."""
+    if seed is None:
+        return build()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed_value(seed))
+        return build()
+
+
+def normal_init(seed: int, layers: Iterable[Any], scale: float | None = None) -> None:
+    """CodefyUI's initialisation for its lesson layers, so a worksheet shows the same numbers:
+    one generator seeded with ``seed`` draws each layer's weights in turn from N(0, 1), times
+    ``scale`` (by default 1/√fan-in); biases start at zero."""
+    generator = torch.Generator().manual_seed(seed_value(seed))
+    with torch.no_grad():
+        for layer in layers:
+            weight = layer.weight
+            factor = scale if scale is not None else 1 / math.sqrt(max(1, weight.shape[1]))
+            weight.copy_(torch.randn(weight.shape, generator=generator) * factor)
+            if layer.bias is not None:
+                layer.bias.zero_()
 
 
 def seed_value(seed: int) -> int:
@@ -170,10 +186,62 @@ def to_layer_dtype(x: torch.Tensor, module: torch.nn.Module) -> torch.Tensor:
     return x if x.dtype == dtype else x.to(dtype)
 
 
+# -- tables and labels for classical learning -------------------------------------------------
+
+def features(x: torch.Tensor, port: str, node: str) -> torch.Tensor:
+    """A feature table [rows, features]; a 1-D tensor is one feature per row."""
+    if x.dim() == 1:
+        x = x.unsqueeze(1)
+    if x.dim() != 2:
+        raise NodeError(f"{node} expects '{port}' as a 2-D table [rows, features], but got shape "
+                        f"{shape_str(x.shape)}")
+    return as_float(x)
+
+
+def training_data(node: str, x_train: torch.Tensor, x_query: torch.Tensor,
+                  n_labels: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The training and query tables, checked against each other (and the label count)."""
+    x_train, x_query = features(x_train, "x_train", node), features(x_query, "x_query", node)
+    if x_train.shape[0] == 0:
+        raise NodeError(f"{node} needs at least one training row, but x_train is empty")
+    if x_train.shape[1] != x_query.shape[1]:
+        raise NodeError(f"{node}: x_query has {x_query.shape[1]} features per row but x_train "
+                        f"has {x_train.shape[1]}; both need the same columns")
+    if n_labels is not None and n_labels != x_train.shape[0]:
+        raise NodeError(f"{node}: x_train has {x_train.shape[0]} rows but y_train has "
+                        f"{n_labels} labels; give one label per row")
+    return x_train, x_query
+
+
+def class_labels(value: Any, port: str, node_type: str) -> list[str]:
+    """Class labels wired into a LIST port (a list, or a tensor of class numbers) as the
+    strings predictions are written in: 1.0 and 1 both read "1"."""
+    if isinstance(value, torch.Tensor):
+        if value.dim() > 1:
+            raise NodeError(f"Input '{port}' of {node_type} needs one label per row, but got a "
+                            f"tensor of shape {shape_str(value.shape)}")
+        value = value.reshape(-1).tolist()
+    if not isinstance(value, (list, tuple)):
+        raise NodeError(f"Input '{port}' of {node_type} needs a list of labels, but received a "
+                        f"value of type '{type(value).__name__}'")
+    return [_label_text(v) for v in value]
+
+
+def _label_text(value: Any) -> str:
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
 # -- Verbose internals ---------------------------------------------------------------------
 
 def step(ctx: RunContext, name: str, description: str, scalars: dict | None = None,
          **tensors: torch.Tensor) -> None:
-    """Record one row of the ``__steps__`` trace; tensors are detached from autograd."""
+    """Record one row of the ``__steps__`` trace (with Verbose internals on only); tensors
+    are detached from autograd."""
+    if not ctx.verbose:
+        return
     ctx.step(name, description, tensors={k: v.detach() for k, v in tensors.items()},
              scalars=scalars or {})

@@ -1,0 +1,1 @@
+"""The Deep learning pack's nodes, by theme."""

@@ -1,0 +1,1 @@
+"""The Classroom pack's nodes, by theme."""

@@ -1,0 +1,1 @@
+"""The Foundations pack's nodes, by theme."""

@@ -1,0 +1,1 @@
+"""The Reinforcement learning pack's nodes."""
