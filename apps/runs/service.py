@@ -234,9 +234,16 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
 
 
 def _enqueue(run: Run, planned: engine.Plan, options: dict[str, Any], weights_scope: str = "") -> None:
-    """Put a recorded run in the fair queue."""
-    job = workers.Job(planned, engine.RunOptions(run_id=str(run.id), **options, weights_scope=weights_scope))
+    """Put a recorded run in the fair queue, with its owner's files (My files) to save in and load from."""
+    files = user_files(run.owner_id)
+    job = workers.Job(planned, engine.RunOptions(run_id=str(run.id), **options, weights_scope=weights_scope,
+                                                 files_dir=str(files.folder), files_max_bytes=files.max_bytes))
     _runs.submit(_LiveRun(run.owner_id, job, _cache.scope(run.owner_id)))
+
+
+def user_files(user_pk: int) -> engine.UserFiles:
+    """A student's own files (My files): their folder under CODEFYUI_USER_FILES_DIR, within the quota."""
+    return engine.UserFiles(conf.USER_FILES_DIR / str(int(user_pk)), conf.USER_FILES_MAX_MB * 2**20)
 
 
 def reset_weights(weights_scope: str) -> int:

@@ -14,7 +14,7 @@ from apps.graphs import document
 from apps.runs import service
 from apps.runs.models import Run
 from codefyui import conf
-from tests.runs.worker_nodes import graph
+from tests.runs.worker_nodes import graph, saver_graph
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -137,3 +137,11 @@ def test_runs_are_taken_round_robin_across_students_and_each_may_queue_three(rea
     started = sorted(runs, key=lambda r: r.started)
     assert [r.pk for r in started] == [r.pk for r in (first, queued[0], queued[2], queued[1], queued[3])]
 
+
+
+def test_a_run_in_a_worker_saves_in_its_owners_files(ready, student, stranger):
+    """The run options carry the owner's folder and quota into the worker process."""
+    run = service.wait_for(start(student, saver_graph("tiny.pt")).pk)
+    assert run.status == "succeeded", run.error
+    assert [f.name for f in service.user_files(student.pk).list()] == ["tiny.pt"]
+    assert service.user_files(stranger.pk).list() == []

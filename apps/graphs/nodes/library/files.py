@@ -55,17 +55,15 @@ def load(ctx, params: dict[str, Any]) -> Any:
     try:
         with torch.serialization.safe_globals(loadable_layers()):
             return torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        named = re.search(r"GLOBAL ([\w.]+)", str(exc))
+    except Exception as exc:  # whatever a malformed file makes the unpickler raise
+        named = re.search(r"GLOBAL ([\w.]+)", str(exc)) if isinstance(exc, pickle.UnpicklingError) else None
         if named is None:
-            raise NodeError(f"'{name}' is not a PyTorch file this node can read") from None
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise NodeError(f"'{name}' is not a PyTorch file this node can read ({first[:200]})") from None
         raise NodeError(f"'{name}' holds {named.group(1)}, which this server never loads from a file (loading "
                         "it would run code the file names). Files may hold tensors, state_dicts, checkpoints "
                         "and models built from torch.nn's layers: ask for the model saved as a state_dict, "
                         "and load it into a model built here") from None
-    except (RuntimeError, EOFError, ValueError, OSError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise NodeError(f"'{name}' is not a PyTorch file this node can read ({first})") from None
 
 
 def load_weights(model: nn.Module, state: Any, name: str, strict: bool = True) -> list[str]:
