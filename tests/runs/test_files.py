@@ -105,6 +105,7 @@ def test_uploaded_names_are_made_safe():
     assert clean_name("C:\\Users\\ada\\my model (2).pt") == "my model _2_.pt"
     assert clean_name("../../.bashrc") == "bashrc"
     assert clean_name("...") == "upload.pt"
+    assert clean_name("-rf .pt") == "rf .pt"
 
 
 def test_sizes_read_as_people_write_them():

@@ -47,8 +47,8 @@ def megabytes(size: int) -> str:
 def clean_name(text: str) -> str:
     """An uploaded file's name made safe: its last part, other characters as '_', no leading dot."""
     base = re.split(r"[/\\]", str(text))[-1]
-    base = re.sub(r"[^\w .-]", "_", base).strip(" .")
-    return base[-MAX_NAME:].lstrip(" .") or "upload.pt"
+    base = re.sub(r"[^\w .-]", "_", base)[-MAX_NAME:]
+    return re.sub(r"^[^\w]+", "", base).rstrip(" .") or "upload.pt"
 
 
 class UserFiles:
