@@ -109,7 +109,7 @@ def test_uploaded_names_are_made_safe():
 
 
 def test_sizes_read_as_people_write_them():
-    assert (megabytes(500), megabytes(20_000), megabytes(3 * 2**20)) == ("500 bytes", "20 KB", "3.0 MB")
+    assert (megabytes(500), megabytes(20_000), megabytes(3 * 2**20), megabytes(2**20 * 1.5)) == ("500 bytes", "20 KB", "3 MB", "1.5 MB")
 
 
 # -- through the engine: the run's options carry the folder and the quota ------------------------

@@ -63,7 +63,7 @@ def file_delete(request: HttpRequest, name: str) -> HttpResponse:
     files = _mine(request)
     found = _found(files, name)
     if request.method == "GET":
-        return render(request, "editor/file_delete.html", {"file": found, "size": engine.megabytes(found.size)})
+        return render(request, "editor/file_delete.html", {"file": found})
     files.delete(found.name)
     messages.success(request, f"Deleted {found.name}.")
     return redirect("editor:files")

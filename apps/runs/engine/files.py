@@ -36,12 +36,18 @@ class StoredFile:
     size: int
     modified: datetime
 
+    @property
+    def size_text(self) -> str:
+        return megabytes(self.size)
+
 
 def megabytes(size: int) -> str:
     """1_572_864 -> '1.5 MB', the way every message and the My files page write a size."""
     if size < 1024:
         return f"{size} bytes"
-    return f"{size / 2**20:.1f} MB" if size >= 2**20 / 10 else f"{round(size / 1024)} KB"
+    if size < 2**20 / 10:
+        return f"{round(size / 1024)} KB"
+    return f"{size / 2**20:.1f}".removesuffix(".0") + " MB"
 
 
 def clean_name(text: str) -> str:
