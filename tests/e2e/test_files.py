@@ -30,6 +30,7 @@ def test_my_files_upload_download_and_delete(screen_page):
     page.keyboard.press("Enter")
     link = page.get_by_role("link", name="My files", exact=True)
     expect(link).to_be_visible()
+    shot(page, "file-menu")
     link.focus()
     page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name="My files")).to_be_visible()
