@@ -115,6 +115,13 @@ def test_without_strict_missing_weights_are_left_as_they_are_and_logged(ctx, fil
     assert ctx.logs == ["ModelLoader: not loaded (strict is off): 1.weight, 1.bias"]
 
 
+def test_a_file_larger_than_the_tensor_limit_is_refused(ctx, files):
+    save(ctx, nn.Linear(10, 10))
+    ctx.size_limit = 100
+    with pytest.raises(NodeError, match="Loading 'model_weights.pt' would need 110 elements"):
+        load(ctx, nn.Linear(10, 10), path="model_weights.pt")
+
+
 def test_state_dict_mode_needs_a_model_wired_in(ctx, files):
     save(ctx, nn.Linear(2, 2))
     with pytest.raises(NodeError, match="wire one into 'model'"):

@@ -54,7 +54,10 @@ def file_upload(request: HttpRequest) -> HttpResponse:
 def file_download(request: HttpRequest, name: str) -> FileResponse:
     files = _mine(request)
     found = _found(files, name)
-    return FileResponse(open(files.folder / found.name, "rb"), as_attachment=True, filename=found.name)
+    try:
+        return FileResponse(open(files.folder / found.name, "rb"), as_attachment=True, filename=found.name)
+    except FileNotFoundError:  # deleted a moment ago (another window, a run)
+        raise Http404("No such file") from None
 
 
 @require_http_methods(["GET", "POST"])

@@ -54,7 +54,7 @@ def load(ctx, params: dict[str, Any]) -> Any:
     name = path.name
     try:
         with torch.serialization.safe_globals(loadable_layers()):
-            return torch.load(path, map_location="cpu", weights_only=True)
+            found = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # whatever a malformed file makes the unpickler raise
         named = re.search(r"GLOBAL ([\w.]+)", str(exc)) if isinstance(exc, pickle.UnpicklingError) else None
         if named is None:
@@ -64,6 +64,19 @@ def load(ctx, params: dict[str, Any]) -> Any:
                         "it would run code the file names). Files may hold tensors, state_dicts, checkpoints "
                         "and models built from torch.nn's layers: ask for the model saved as a state_dict, "
                         "and load it into a model built here") from None
+    ctx.check_size(elements(found), f"Loading '{name}'")
+    return found
+
+
+def elements(value: Any) -> int:
+    """How many numbers the tensors in a loaded file hold together."""
+    if isinstance(value, torch.Tensor):
+        return value.numel()
+    if isinstance(value, nn.Module):
+        value = value.state_dict()
+    if isinstance(value, dict):
+        value = list(value.values())
+    return sum(elements(v) for v in value) if isinstance(value, (list, tuple)) else 0
 
 
 def load_weights(model: nn.Module, state: Any, name: str, strict: bool = True) -> list[str]:
