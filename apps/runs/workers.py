@@ -88,10 +88,12 @@ class _JobCache:
 
 
 class _CaptureSink(CaptureStore):
-    """The capture store as a run sees it: each capture is frozen here and sent to the server's."""
+    """The capture store as a run sees it: each capture is frozen here and sent to the server's.
+    Once the server's store has stopped the run's recording (``unrecorded`` is set), only the
+    port's name goes, so the store still names it refused and nothing is copied for nothing."""
 
-    def __init__(self, send: Send):
-        self._send = send
+    def __init__(self, send: Send, unrecorded: threading.Event):
+        self._send, self._unrecorded = send, unrecorded
 
     def open_run(self, run_id: str) -> None:
         pass
@@ -100,6 +102,9 @@ class _CaptureSink(CaptureStore):
         pass
 
     def put(self, run_id: str, node_id: str, port: str, value: Any) -> None:
+        if self._unrecorded.is_set():
+            self._send("refused", node_id, port)
+            return
         try:
             self._send("capture", node_id, port, freeze(value))
         except Exception as exc:  # e.g. an object that cannot be pickled
@@ -122,15 +127,16 @@ class _CaptureSink(CaptureStore):
         return {}
 
 
-def run_job(job: Job, cancel: threading.Event, send: Send) -> None:
-    """Execute one job, sending everything it produces."""
+def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading.Event | None = None) -> None:
+    """Execute one job, sending everything it produces (``unrecorded``: the server's store
+    stopped recording the run)."""
     opts = job.options
     scope = opts.weights_scope if opts.persist_weights else ""
     if scope:
         WEIGHTS.replace(scope, job.weights)
     try:
         execute(job.plan, opts, lambda event: send("event", event),
-                captures=_CaptureSink(send) if opts.record else None, cancel=cancel,
+                captures=_CaptureSink(send, unrecorded or threading.Event()) if opts.record else None, cancel=cancel,
                 cache=_JobCache(job.hits, send))
     finally:
         if scope:
@@ -152,7 +158,7 @@ def worker_main(sock: socket.socket, threads: int) -> None:
     torch.set_num_threads(threads)
     wire = Wire(sock)
     lock = threading.Lock()
-    current: dict[str, Any] = {"run_id": None, "cancel": None}
+    current: dict[str, Any] = {"run_id": None, "cancel": None, "unrecorded": None}
     incoming: queue.SimpleQueue = queue.SimpleQueue()
 
     def send(*message) -> None:
@@ -166,12 +172,12 @@ def worker_main(sock: socket.socket, threads: int) -> None:
                 os._exit(0)  # the server is gone: nothing is left to run for
             if message[0] == "run":
                 with lock:
-                    current.update(run_id=message[1].run_id, cancel=threading.Event())
-                    incoming.put((message[1], current["cancel"]))
-            elif message[0] == "cancel":
+                    current.update(run_id=message[1].run_id, cancel=threading.Event(), unrecorded=threading.Event())
+                    incoming.put((message[1], current["cancel"], current["unrecorded"]))
+            elif message[0] in ("cancel", "unrecorded"):
                 with lock:
                     if current["run_id"] == message[1]:
-                        current["cancel"].set()
+                        current[message[0]].set()
             elif message[0] == "exit":
                 os._exit(0)
 
@@ -179,14 +185,14 @@ def worker_main(sock: socket.socket, threads: int) -> None:
     warm_up()  # what the element limit's first meta run loads, before the first run needs it
     send("ready", os.getpid())
     while True:
-        job, cancel = incoming.get()
+        job, cancel, unrecorded = incoming.get()
         try:
-            run_job(job, cancel, send)
+            run_job(job, cancel, send, unrecorded)
         except Exception:
             traceback.print_exc()
         retire = _still_computing()
         with lock:
-            current.update(run_id=None, cancel=None)
+            current.update(run_id=None, cancel=None, unrecorded=None)
         send("done", job.run_id, retire)
         if retire:  # the server answers "exit" once it has read everything before "done"
             time.sleep(30)
@@ -210,6 +216,8 @@ class Assignment:
         self.deadline = float("inf")
         self.stop_requested: float | None = None
         self.base_rss = 0
+        self.unrecorded = threading.Event()  # the store stopped the run's recording
+        self.tell_unrecorded: Callable[[], None] = self.unrecorded.set  # a worker's executor tells it instead
         if self.captures is not None:
             self.captures.open_run(job.run_id)
 
@@ -226,6 +234,9 @@ class Assignment:
                 self.captures.put(self.run_id, *payload)
             except RecordingStopped as stop:  # the store's budget: said once in the run log
                 self.emit(ev.Event(ev.LOG, self.run_id, text=recording_stopped(stop.kept_bytes), level="warning"))
+                self.tell_unrecorded()
+        elif kind == "refused" and self.captures is not None:
+            self.captures.put(self.run_id, *payload, None)  # the run's recording stopped: put only names the port
         elif kind == "cache" and self.cache is not None:
             self.cache.put(*payload)
         elif kind == "weights":
@@ -291,7 +302,7 @@ class InProcessExecutor:
 
     def _go(self, assignment: Assignment, cancel: threading.Event) -> None:
         try:
-            run_job(assignment.job, cancel, assignment.receive)
+            run_job(assignment.job, cancel, assignment.receive, assignment.unrecorded)
         except Exception:
             log.exception("run %s crashed", assignment.run_id)
         finally:
@@ -329,6 +340,13 @@ class _Worker:
             return 0
 
 
+def _tell(worker: _Worker, *message) -> None:
+    try:
+        worker.send(*message)
+    except OSError:
+        pass  # it is ending anyway: its reader fails the run
+
+
 class WorkerPool:
     """A supervised pool of run worker processes."""
 
@@ -362,6 +380,7 @@ class WorkerPool:
             if worker is None:
                 return False
             worker.assignment = assignment
+            assignment.tell_unrecorded = lambda: _tell(worker, "unrecorded", assignment.run_id)
             assignment.base_rss = worker.rss()
             assignment.deadline = time.monotonic() + assignment.job.options.timeout_s + 1.0
         try:
@@ -382,10 +401,7 @@ class WorkerPool:
             if worker is None:
                 return
             worker.assignment.stop_requested = time.monotonic()
-        try:
-            worker.send("cancel", run_id)
-        except OSError:
-            pass  # it is ending anyway: its reader fails the run
+        _tell(worker, "cancel", run_id)
 
     def close(self) -> None:
         self._closing = True
