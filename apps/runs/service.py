@@ -134,6 +134,9 @@ class _Scheduler:
         self.dispatch()
 
     def dispatch(self) -> None:
+        if self.executor.broken:
+            self._fail_queued(workers.NO_WORKERS)
+            return
         with self.lock:
             while self.queue and self.computing < max(1, conf.MAX_CONCURRENT_RUNS) and self.executor.free():
                 live = self.queue.pop()
@@ -143,6 +146,15 @@ class _Scheduler:
                     self.computing -= 1
                     self.queue.push_front(live.owner_pk, live)
                     return
+
+    def _fail_queued(self, error: str) -> None:
+        with self.lock:
+            failed = [self.queue.pop() for _ in range(len(self.queue))]
+            for live in failed:
+                del self.live[live.job.run_id]
+        for live in failed:
+            live.recorder(ev.Event(ev.RUN_FAILED, live.job.run_id, error=error, level="error"))
+            live.wake_waiters()
 
     def _ended(self, assignment: workers.Assignment) -> None:
         with self.lock:

@@ -48,6 +48,8 @@ log = logging.getLogger("codefyui.workers")
 WORKER_STOPPED = "The run's worker stopped unexpectedly; run it again"
 UNEXPECTED = "The server hit an unexpected problem while running this graph."
 STOPPED = "Execution cancelled"
+NO_WORKERS = ("No run worker could start on this server, so no run can run now; an administrator finds why "
+              "in the server log.")
 GRACE_S = 0.5     # how long a stopped node may take to return before its worker is ended
 WATCH_S = 0.05    # how often the watcher reads the busy workers' memory and clocks
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -283,6 +285,8 @@ class InProcessExecutor:
     """The same jobs in one thread of this process, one run at a time: for unit tests and
     tools. Nothing ends a node here, so Stop and the deadline act between nodes only."""
 
+    broken = False
+
     def __init__(self, on_free: Callable[[], None]):
         self._on_free = on_free
         self._busy: tuple[Assignment, threading.Event] | None = None
@@ -357,6 +361,7 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._closing = False
         self.replaced = 0   # workers started to replace one that ended
+        self.failed_starts = 0  # workers in a row that ended before they were ready
 
     def start(self) -> "WorkerPool":
         for _ in range(self.size):
@@ -368,6 +373,12 @@ class WorkerPool:
     def free(self) -> int:
         with self._lock:
             return sum(1 for w in self._workers if w.ready and not w.retiring and w.assignment is None)
+
+    @property
+    def broken(self) -> bool:
+        """Every worker failed to start and none is ready: queued runs would wait forever."""
+        with self._lock:
+            return self.failed_starts >= self.size and not any(w.ready for w in self._workers)
 
     def pids(self) -> list[int]:
         with self._lock:
@@ -442,6 +453,7 @@ class WorkerPool:
             kind = message[0]
             if kind == "ready":
                 worker.ready = True
+                self.failed_starts = 0
                 self._on_free()
             elif kind == "done":
                 with self._lock:
@@ -469,6 +481,8 @@ class WorkerPool:
             return
         if not worker.ready:  # it never started (a broken install?): do not spin
             log.error("a run worker exited during start-up with code %s", worker.process.exitcode)
+            self.failed_starts += 1
+            self._on_free()  # once every worker failed, the scheduler fails what waits (it keeps trying)
             time.sleep(2)
         self.replaced += 1
         self._spawn()

@@ -98,3 +98,8 @@ def saver_graph(path: str = "tiny.pt") -> dict:
     doc["nodes"].append({"id": "saver", "type": "ModelSaver", "data": {"label": "ModelSaver", "params": {"path": path}}})
     doc["edges"].append({"id": "m", "source": "node", "sourceHandle": "model", "target": "saver", "targetHandle": "model"})
     return doc
+
+
+def broken_worker(sock, threads) -> None:
+    """A run worker that dies while it starts (as with a broken install)."""
+    raise SystemExit(3)
