@@ -67,6 +67,12 @@ def test_an_upload_without_a_file_says_what_to_do(student_client):
     assert "Choose a file to upload." in answer.content.decode()
 
 
+def test_the_list_shows_only_the_students_own_files(client, stranger, saved):
+    client.force_login(stranger)
+    page = client.get("/editor/files/").content.decode()
+    assert "model_weights.pt</code>" not in page and "No files yet." in page
+
+
 def test_a_strangers_file_name_is_not_found(client, stranger, saved):
     client.force_login(stranger)
     assert client.get("/editor/files/model_weights.pt/download").status_code == 404

@@ -4,7 +4,7 @@ Files are named by a plain file name in the student's folder on the server, neve
 path (``ctx.user_file``, ``ctx.save_user_file``). Loading never unpickles an arbitrary object:
 every file is read with torch's ``weights_only`` loader, which rebuilds only tensors, numbers,
 text, lists and dicts, plus, for a whole model, the layer classes of torch.nn and of this
-product's own catalogue (``loadable_layers``). A file naming anything else (a function, a
+product's catalogue and packs (``loadable_layers``). A file naming anything else (a function, a
 class of its author's own) is refused with a message, since loading it would run its code.
 """
 from __future__ import annotations
@@ -31,15 +31,15 @@ PATH_HELP = "A file of My files (the folder of your own files on the server), su
 # -- reading and writing files ---------------------------------------------------------------
 
 def loadable_layers() -> list[type[nn.Module]]:
-    """The module classes a whole model may be rebuilt from: torch.nn's layers and this
-    product's own (their code is the server's, never the file's)."""
+    """The module classes a whole model may be rebuilt from: torch.nn's layers and those of
+    this product's catalogue and packs (their code is the server's, never the file's)."""
     found, todo = set(), [nn.Module]
     while todo:
         for cls in todo.pop().__subclasses__():
             if cls not in found:
                 found.add(cls)
                 todo.append(cls)
-    return [c for c in found if c.__module__.startswith(("torch.nn.modules.", "apps.graphs."))]
+    return [c for c in found if c.__module__.startswith(("torch.nn.modules.", "apps.graphs.", "codefyui_"))]
 
 
 def save(ctx, params: dict[str, Any], value: Any) -> str:
