@@ -22,7 +22,7 @@ def saved(student):
 
 def test_the_list_shows_each_file_its_size_and_the_space_used(student_client, saved):
     page = student_client.get("/editor/files/").content.decode()
-    assert "<code>model_weights.pt</code>" in page and "<td class=\"num\">2 KB</td>" in page
+    assert '<th scope="row"><code>model_weights.pt</code></th>' in page and "<td class=\"num\">2 KB</td>" in page
     assert "Space used: 2 KB of 200 MB (0%)" in page
     assert 'href="/editor/files/model_weights.pt/download"' in page
 
@@ -70,7 +70,7 @@ def test_an_upload_without_a_file_says_what_to_do(student_client):
 def test_the_list_shows_only_the_students_own_files(client, stranger, saved):
     client.force_login(stranger)
     page = client.get("/editor/files/").content.decode()
-    assert "model_weights.pt</code>" not in page and "No files yet." in page
+    assert '<th scope="row"><code>model_weights.pt' not in page and "No files yet." in page
 
 
 def test_a_strangers_file_name_is_not_found(client, stranger, saved):
