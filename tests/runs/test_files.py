@@ -83,7 +83,7 @@ def test_a_failed_write_keeps_the_old_file_whole(files):
         yield b"new, half"
         raise OSError("disk full")
 
-    with pytest.raises(OSError):
+    with pytest.raises(FileRefused, match=r"'m.pt' could not be written on the server \(disk full\)"):
         files.save("m.pt", broken())
     assert files.path("m.pt").read_bytes() == b"old"
     assert not list(files.folder.glob(PARTIAL + "*"))

@@ -145,6 +145,13 @@ class UserFiles:
         name = self.check_name(name, field)
         if isinstance(data, (bytes, bytearray, memoryview)):
             data, size = [data], len(data)
+        try:
+            return self._write(name, data, field, size)
+        except OSError as exc:  # the server's disk is full or not writable: nothing was kept
+            raise FileRefused(f"'{name}' could not be written on the server ({exc.strerror or exc}); "
+                              "tell your teacher") from None
+
+    def _write(self, name: str, data: Iterable[bytes], field: str, size: int | None) -> StoredFile:
         self.folder.mkdir(parents=True, exist_ok=True)
         with self._locked():
             for stale in self.folder.glob(PARTIAL + "*"):  # a write whose process was ended
