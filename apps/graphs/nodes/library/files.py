@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import pickle
 import re
+import threading
 from typing import Any
 
 import torch
@@ -26,6 +27,7 @@ MODES = ("state_dict", "full_model")
 FORMATS = ("pytorch", "safetensors")
 DEVICE_HELP = "Where the model goes: auto is the run's device"
 PATH_HELP = "A file of My files (the folder of your own files on the server), such as {}"
+_LOADING = threading.Lock()  # torch's allowlist of safe globals is process-wide: one load at a time
 
 
 # -- reading and writing files ---------------------------------------------------------------
@@ -53,7 +55,7 @@ def load(ctx, params: dict[str, Any]) -> Any:
     path = ctx.user_file(params["path"], "path")
     name = path.name
     try:
-        with torch.serialization.safe_globals(loadable_layers()):
+        with _LOADING, torch.serialization.safe_globals(loadable_layers()):
             found = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # whatever a malformed file makes the unpickler raise
         named = re.search(r"GLOBAL ([\w.]+)", str(exc)) if isinstance(exc, pickle.UnpicklingError) else None
@@ -190,7 +192,8 @@ class ModelLoader(LibraryNode):
             raise NodeError(f"'{name}' holds a whole model: set load_mode to full_model")
         left_out = load_weights(model, found, name, params["strict"])
         if left_out:
-            ctx.log(f"ModelLoader: not loaded (strict is off): {', '.join(left_out)}")
+            ctx.log(f"ModelLoader: strict is off, so these did not match and were left as they are: "
+                    f"{', '.join(left_out)}")
         return {"model": model.to(device(ctx, params["device"]))}
 
 
