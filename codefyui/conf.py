@@ -6,6 +6,7 @@ The rest of the code imports ``conf`` and reads attributes; tests override them 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 
 def _int(name: str, default: int) -> int:
@@ -17,6 +18,9 @@ def _int(name: str, default: int) -> int:
     except ValueError:
         raise SystemExit(f"{name} must be a whole number, not {raw!r}") from None
 
+
+# Where the server keeps what it writes: the SQLite file, the secret key, collected static files.
+VAR_DIR = Path(os.environ.get("CODEFYUI_VAR_DIR", "").strip() or Path(__file__).resolve().parent.parent / "var")
 
 # Capture store: the newest N runs and this many MiB (0 = no byte budget, run count only).
 # The seed fixes 20 runs; a school whose classes are larger can raise it.
@@ -78,3 +82,8 @@ UNDO_MAX_MB = _int("CODEFYUI_UNDO_MAX_MB", 8)
 # nothing is ever downloaded.
 DATA_DIR = os.environ.get("CODEFYUI_DATA_DIR", "").strip() or os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "var", "data")
+
+# The students' own files (My files: the models and checkpoints their runs save, files they
+# upload): a folder per student under this one, each holding at most this many MiB.
+USER_FILES_DIR = Path(os.environ.get("CODEFYUI_USER_FILES_DIR", "").strip() or VAR_DIR / "userfiles")
+USER_FILES_MAX_MB = _int("CODEFYUI_USER_FILES_MAX_MB", 200)

@@ -12,7 +12,7 @@ from csp.constants import NONE, SELF
 from codefyui import conf
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("CODEFYUI_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR = conf.VAR_DIR
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 

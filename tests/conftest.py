@@ -47,6 +47,14 @@ def fresh_cache():
     yield
 
 
+@pytest.fixture(autouse=True)
+def user_files_dir(tmp_path, monkeypatch):
+    """Every test's students keep their own files (My files) in a folder of the test's."""
+    from codefyui import conf
+    monkeypatch.setattr(conf, "USER_FILES_DIR", tmp_path / "userfiles")
+    return conf.USER_FILES_DIR
+
+
 @pytest.fixture
 def student(django_user_model):
     return django_user_model.objects.create_user("ada", password="pw-ada-123")

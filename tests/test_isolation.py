@@ -1,7 +1,7 @@
 """Isolation and abuse, generated from the URL configuration: every route the project has
 (walked from Django's resolver, so a route added later is in this suite without anyone
 listing it), asked by another student and by an anonymous visitor with the first student's
-graph, tab, run, node, edge and segment ids, in every method, answers 404, 405, 401 or the
+graph, tab, run, node, edge, segment and file ids, in every method, answers 404, 405, 401 or the
 login page, shows nothing of the first student and changes nothing of theirs. Every POST or
 DELETE without a CSRF token is refused. Every WebSocket route refuses a stranger, a visitor
 and a foreign origin. (Login throttling: tests/test_security.py.)"""
@@ -27,6 +27,7 @@ from django.utils.regex_helper import normalize
 from apps.editor.models import HistoryStep, Tab
 from apps.graphs import document
 from apps.graphs.models import Graph
+from apps.runs import service
 from apps.runs.models import Run
 from codefyui.routing import same_origin, websocket_urlpatterns
 
@@ -85,9 +86,10 @@ def theirs(owner, walkthrough, fresh_store):
     fresh_store.open_run(str(run.pk))
     fresh_store.put(str(run.pk), "softmax", "output", torch.full((1, 16), 0.0625))
     fresh_store.close_run(str(run.pk))
+    service.user_files(owner.pk).save("weights.pt", f"weights {MARKER}".encode())  # a name is in URLs: no marker
     ids = {
         "tab_id": tab.pk, "run_id": run.pk, "pk": graph.pk, "graph_id": graph.pk, "node_id": "softmax",
-        "port": "output", "edge_id": doc["edges"][-1]["id"], "segment_id": "seg-reshape-softmax",
+        "port": "output", "name": "weights.pt", "edge_id": doc["edges"][-1]["id"], "segment_id": "seg-reshape-softmax",
         # the admin's own arguments
         "app_label": "graphs", "object_id": graph.pk, "content_type_id": ContentType.objects.get_for_model(Graph).pk,
         "id": owner.pk, "url": "nothing-here",
@@ -104,6 +106,7 @@ def snapshot(owner, store, run) -> dict:
         "history": list(HistoryStep.objects.filter(tab__owner=owner).values("pk", "kind", "snapshot")),
         "runs": list(Run.objects.filter(owner=owner).values("pk", "status", "graph_name", "nodes", "log")),
         "capture": store.get(str(run.pk), "softmax", "output") is not None,
+        "files": [(f.name, f.size) for f in service.user_files(owner.pk).list()],
     }
 
 

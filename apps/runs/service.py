@@ -134,6 +134,9 @@ class _Scheduler:
         self.dispatch()
 
     def dispatch(self) -> None:
+        if self.executor.broken:
+            self._fail_queued(workers.NO_WORKERS)
+            return
         with self.lock:
             while self.queue and self.computing < max(1, conf.MAX_CONCURRENT_RUNS) and self.executor.free():
                 live = self.queue.pop()
@@ -143,6 +146,15 @@ class _Scheduler:
                     self.computing -= 1
                     self.queue.push_front(live.owner_pk, live)
                     return
+
+    def _fail_queued(self, error: str) -> None:
+        with self.lock:
+            failed = [self.queue.pop() for _ in range(len(self.queue))]
+            for live in failed:
+                del self.live[live.job.run_id]
+        for live in failed:
+            live.recorder(ev.Event(ev.RUN_FAILED, live.job.run_id, error=error, level="error"))
+            live.wake_waiters()
 
     def _ended(self, assignment: workers.Assignment) -> None:
         with self.lock:
@@ -234,9 +246,16 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
 
 
 def _enqueue(run: Run, planned: engine.Plan, options: dict[str, Any], weights_scope: str = "") -> None:
-    """Put a recorded run in the fair queue."""
-    job = workers.Job(planned, engine.RunOptions(run_id=str(run.id), **options, weights_scope=weights_scope))
+    """Put a recorded run in the fair queue, with its owner's files (My files) to save in and load from."""
+    files = user_files(run.owner_id)
+    job = workers.Job(planned, engine.RunOptions(run_id=str(run.id), **options, weights_scope=weights_scope,
+                                                 files_dir=str(files.folder), files_max_bytes=files.max_bytes))
     _runs.submit(_LiveRun(run.owner_id, job, _cache.scope(run.owner_id)))
+
+
+def user_files(user_pk: int) -> engine.UserFiles:
+    """A student's own files (My files): their folder under CODEFYUI_USER_FILES_DIR, within the quota."""
+    return engine.UserFiles(conf.USER_FILES_DIR / str(int(user_pk)), conf.USER_FILES_MAX_MB * 2**20)
 
 
 def reset_weights(weights_scope: str) -> int:

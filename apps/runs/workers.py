@@ -48,6 +48,8 @@ log = logging.getLogger("codefyui.workers")
 WORKER_STOPPED = "The run's worker stopped unexpectedly; run it again"
 UNEXPECTED = "The server hit an unexpected problem while running this graph."
 STOPPED = "Execution cancelled"
+NO_WORKERS = ("No run worker could start on this server, so no run can run now; an administrator finds why "
+              "in the server log.")
 GRACE_S = 0.5     # how long a stopped node may take to return before its worker is ended
 WATCH_S = 0.05    # how often the watcher reads the busy workers' memory and clocks
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -88,10 +90,12 @@ class _JobCache:
 
 
 class _CaptureSink(CaptureStore):
-    """The capture store as a run sees it: each capture is frozen here and sent to the server's."""
+    """The capture store as a run sees it: each capture is frozen here and sent to the server's.
+    Once the server's store has stopped the run's recording (``unrecorded`` is set), only the
+    port's name goes, so the store still names it refused and nothing is copied for nothing."""
 
-    def __init__(self, send: Send):
-        self._send = send
+    def __init__(self, send: Send, unrecorded: threading.Event):
+        self._send, self._unrecorded = send, unrecorded
 
     def open_run(self, run_id: str) -> None:
         pass
@@ -100,6 +104,9 @@ class _CaptureSink(CaptureStore):
         pass
 
     def put(self, run_id: str, node_id: str, port: str, value: Any) -> None:
+        if self._unrecorded.is_set():
+            self._send("refused", node_id, port)
+            return
         try:
             self._send("capture", node_id, port, freeze(value))
         except Exception as exc:  # e.g. an object that cannot be pickled
@@ -155,15 +162,17 @@ class _EventBatch:
             self._send("events", events)
 
 
-def run_job(job: Job, cancel: threading.Event, send: Send, batch_events: bool = False) -> None:
-    """Execute one job, sending everything it produces."""
+def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading.Event | None = None,
+            batch_events: bool = False) -> None:
+    """Execute one job, sending everything it produces (``unrecorded``: the server's store
+    stopped recording the run)."""
     opts = job.options
     scope = opts.weights_scope if opts.persist_weights else ""
     if scope:
         WEIGHTS.replace(scope, job.weights)
     emit = _EventBatch(send) if batch_events else (lambda event: send("events", [event]))
     try:
-        execute(job.plan, opts, emit, captures=_CaptureSink(send) if opts.record else None,
+        execute(job.plan, opts, emit, captures=_CaptureSink(send, unrecorded or threading.Event()) if opts.record else None,
                 cancel=cancel, cache=_JobCache(job.hits, send))
     finally:
         if batch_events:
@@ -187,7 +196,7 @@ def worker_main(sock: socket.socket, threads: int) -> None:
     torch.set_num_threads(threads)
     wire = Wire(sock)
     lock = threading.Lock()
-    current: dict[str, Any] = {"run_id": None, "cancel": None}
+    current: dict[str, Any] = {"run_id": None, "cancel": None, "unrecorded": None}
     incoming: queue.SimpleQueue = queue.SimpleQueue()
 
     def send(*message) -> None:
@@ -201,12 +210,12 @@ def worker_main(sock: socket.socket, threads: int) -> None:
                 os._exit(0)  # the server is gone: nothing is left to run for
             if message[0] == "run":
                 with lock:
-                    current.update(run_id=message[1].run_id, cancel=threading.Event())
-                    incoming.put((message[1], current["cancel"]))
-            elif message[0] == "cancel":
+                    current.update(run_id=message[1].run_id, cancel=threading.Event(), unrecorded=threading.Event())
+                    incoming.put((message[1], current["cancel"], current["unrecorded"]))
+            elif message[0] in ("cancel", "unrecorded"):
                 with lock:
                     if current["run_id"] == message[1]:
-                        current["cancel"].set()
+                        current[message[0]].set()
             elif message[0] == "exit":
                 os._exit(0)
 
@@ -214,14 +223,14 @@ def worker_main(sock: socket.socket, threads: int) -> None:
     warm_up()  # what the element limit's first meta run loads, before the first run needs it
     send("ready", os.getpid())
     while True:
-        job, cancel = incoming.get()
+        job, cancel, unrecorded = incoming.get()
         try:
-            run_job(job, cancel, send, batch_events=True)
+            run_job(job, cancel, send, unrecorded, batch_events=True)
         except Exception:
             traceback.print_exc()
         retire = _still_computing()
         with lock:
-            current.update(run_id=None, cancel=None)
+            current.update(run_id=None, cancel=None, unrecorded=None)
         send("done", job.run_id, retire)
         if retire:  # the server answers "exit" once it has read everything before "done"
             time.sleep(30)
@@ -245,6 +254,8 @@ class Assignment:
         self.deadline = float("inf")
         self.stop_requested: float | None = None
         self.base_rss = 0
+        self.unrecorded = threading.Event()  # the store stopped the run's recording
+        self.tell_unrecorded: Callable[[], None] = self.unrecorded.set  # a worker's executor tells it instead
         if self.captures is not None:
             self.captures.open_run(job.run_id)
 
@@ -262,6 +273,9 @@ class Assignment:
                 self.captures.put(self.run_id, *payload)
             except RecordingStopped as stop:  # the store's budget: said once in the run log
                 self.emit(ev.Event(ev.LOG, self.run_id, text=recording_stopped(stop.kept_bytes), level="warning"))
+                self.tell_unrecorded()
+        elif kind == "refused" and self.captures is not None:
+            self.captures.put(self.run_id, *payload, None)  # the run's recording stopped: put only names the port
         elif kind == "cache" and self.cache is not None:
             self.cache.put(*payload)
         elif kind == "weights":
@@ -308,6 +322,8 @@ class InProcessExecutor:
     """The same jobs in one thread of this process, one run at a time: for unit tests and
     tools. Nothing ends a node here, so Stop and the deadline act between nodes only."""
 
+    broken = False
+
     def __init__(self, on_free: Callable[[], None]):
         self._on_free = on_free
         self._busy: tuple[Assignment, threading.Event] | None = None
@@ -327,7 +343,7 @@ class InProcessExecutor:
 
     def _go(self, assignment: Assignment, cancel: threading.Event) -> None:
         try:
-            run_job(assignment.job, cancel, assignment.receive)
+            run_job(assignment.job, cancel, assignment.receive, assignment.unrecorded)
         except Exception:
             log.exception("run %s crashed", assignment.run_id)
         finally:
@@ -365,6 +381,13 @@ class _Worker:
             return 0
 
 
+def _tell(worker: _Worker, *message) -> None:
+    try:
+        worker.send(*message)
+    except OSError:
+        pass  # it is ending anyway: its reader fails the run
+
+
 class WorkerPool:
     """A supervised pool of run worker processes."""
 
@@ -375,6 +398,7 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._closing = False
         self.replaced = 0   # workers started to replace one that ended
+        self.failed_starts = 0  # workers in a row that ended before they were ready
 
     def start(self) -> "WorkerPool":
         for _ in range(self.size):
@@ -387,6 +411,12 @@ class WorkerPool:
         with self._lock:
             return sum(1 for w in self._workers if w.ready and not w.retiring and w.assignment is None)
 
+    @property
+    def broken(self) -> bool:
+        """Every worker failed to start and none is ready: queued runs would wait forever."""
+        with self._lock:
+            return self.failed_starts >= self.size and not any(w.ready for w in self._workers)
+
     def pids(self) -> list[int]:
         with self._lock:
             return [w.process.pid for w in self._workers]
@@ -398,6 +428,7 @@ class WorkerPool:
             if worker is None:
                 return False
             worker.assignment = assignment
+            assignment.tell_unrecorded = lambda: _tell(worker, "unrecorded", assignment.run_id)
             assignment.base_rss = worker.rss()
             assignment.deadline = time.monotonic() + assignment.job.options.timeout_s + 1.0
         try:
@@ -418,10 +449,7 @@ class WorkerPool:
             if worker is None:
                 return
             worker.assignment.stop_requested = time.monotonic()
-        try:
-            worker.send("cancel", run_id)
-        except OSError:
-            pass  # it is ending anyway: its reader fails the run
+        _tell(worker, "cancel", run_id)
 
     def close(self) -> None:
         self._closing = True
@@ -462,6 +490,7 @@ class WorkerPool:
             kind = message[0]
             if kind == "ready":
                 worker.ready = True
+                self.failed_starts = 0
                 self._on_free()
             elif kind == "done":
                 with self._lock:
@@ -489,6 +518,8 @@ class WorkerPool:
             return
         if not worker.ready:  # it never started (a broken install?): do not spin
             log.error("a run worker exited during start-up with code %s", worker.process.exitcode)
+            self.failed_starts += 1
+            self._on_free()  # once every worker failed, the scheduler fails what waits (it keeps trying)
             time.sleep(2)
         self.replaced += 1
         self._spawn()

@@ -40,6 +40,21 @@ class FakeContext:
     def module(self, build):
         return build()
 
+    files = None  # the student's own files (an apps.runs.engine.files.UserFiles), when a test gives them
+
+    def user_file(self, name, param="path"):
+        return self._files(lambda files: files.path(name, param))
+
+    def save_user_file(self, name, data, param="path"):
+        return self._files(lambda files: files.save(name, data, param).name)
+
+    def _files(self, use):
+        from apps.runs.engine.files import FileRefused
+        try:
+            return use(self.files)
+        except FileRefused as exc:
+            raise NodeError(str(exc)) from None
+
 
 @pytest.fixture
 def ctx() -> FakeContext:

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from apps.graphs import document
-from apps.runs import service
+from apps.runs import engine, service, workers
 from apps.runs.models import Run
+from apps.runs.store import MemoryCaptureStore
 from codefyui import conf
-from tests.runs.worker_nodes import graph
+from tests.runs.worker_nodes import graph, saver_graph
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -137,3 +140,38 @@ def test_runs_are_taken_round_robin_across_students_and_each_may_queue_three(rea
     started = sorted(runs, key=lambda r: r.started)
     assert [r.pk for r in started] == [r.pk for r in (first, queued[0], queued[2], queued[1], queued[3])]
 
+
+
+def test_a_run_in_a_worker_saves_in_its_owners_files(ready, student, stranger):
+    """The run options carry the owner's folder and quota into the worker process."""
+    run = service.wait_for(start(student, saver_graph("tiny.pt")).pk)
+    assert run.status == "succeeded", run.error
+    assert [f.name for f in service.user_files(student.pk).list()] == ["tiny.pt"]
+    assert service.user_files(stranger.pk).list() == []
+
+
+# -- after "Recording stopped" (no worker process needed) ------------------------------------------
+
+def test_once_the_store_stops_recording_a_worker_sends_only_the_names_of_later_ports(walkthrough):
+    sent, unrecorded = [], threading.Event()
+
+    def send(kind, *payload):
+        if kind in ("capture", "refused"):
+            sent.append((kind, payload[0]))
+            unrecorded.set()  # as the server says after refusing the first capture
+
+    plan = engine.plan_run(document.normalise(walkthrough))
+    workers.run_job(workers.Job(plan, engine.RunOptions(run_id="r1", seed=1)), threading.Event(), send, unrecorded)
+    assert sent == [("capture", "input"), ("refused", "reshape"), ("refused", "softmax"), ("refused", "print")]
+
+
+def test_the_server_tells_the_worker_once_its_store_refuses_and_names_later_ports_refused(walkthrough):
+    store = MemoryCaptureStore(max_bytes=1024)
+    plan = engine.plan_run(document.normalise(walkthrough))
+    logs = []
+    assignment = workers.Assignment(workers.Job(plan, engine.RunOptions(run_id="r1")), logs.append, store, None,
+                                    lambda a: None)
+    assignment.receive("capture", "input", "tensor", torch.ones(1024))
+    assert assignment.unrecorded.is_set() and "Recording stopped" in logs[0].text
+    assignment.receive("refused", "reshape", "tensor")
+    assert store.refused("r1", "reshape", "tensor") and store.get("r1", "reshape", "tensor") is None

@@ -71,8 +71,35 @@ class Hog(Node):
         return {"tensor": torch.tensor([float(len(held))])}
 
 
+@register
+class TinyModel(Node):
+    """A model of one Linear layer (2 -> 1), its weights from the run's seed."""
+    type = "test:TinyModel"
+    category = "Utility"
+    description = "A tiny model."
+    outputs = (Port("model", "MODEL"),)
+    cacheable = False
+
+    def run(self, ctx, params):
+        torch.manual_seed(ctx.seed or 0)
+        return {"model": torch.nn.Sequential(torch.nn.Linear(2, 1))}
+
+
 def graph(node_type: str, **params) -> dict:
     """Start -> one test node."""
     return {"nodes": [{"id": "start", "type": "Start"},
                       {"id": "node", "type": node_type, "data": {"label": node_type[5:], "params": params}}],
             "edges": [{"id": "t", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": "node"}]}
+
+
+def saver_graph(path: str = "tiny.pt") -> dict:
+    """Start -> a tiny model -> ModelSaver."""
+    doc = graph("test:TinyModel")
+    doc["nodes"].append({"id": "saver", "type": "ModelSaver", "data": {"label": "ModelSaver", "params": {"path": path}}})
+    doc["edges"].append({"id": "m", "source": "node", "sourceHandle": "model", "target": "saver", "targetHandle": "model"})
+    return doc
+
+
+def broken_worker(sock, threads) -> None:
+    """A run worker that dies while it starts (as with a broken install)."""
+    raise SystemExit(3)

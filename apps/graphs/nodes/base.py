@@ -151,6 +151,10 @@ class RunContext(Protocol):
     def step(self, name: str, description: str = "", tensors: dict | None = None,
              scalars: dict | None = None) -> None: ...    # one row of the __steps__ trace
     def module(self, build: Callable[[], Any]) -> Any: ...  # this node's layer, on the run's device
+    # The student's own files (My files): a file to read, and a whole file written (no half
+    # file, within the quota); a name that leaves them is refused with a message naming ``param``.
+    def user_file(self, name: str, param: str = "path") -> Any: ...      # a pathlib.Path
+    def save_user_file(self, name: str, data: bytes, param: str = "path") -> str: ...  # the name saved
 
 
 # -- nodes ------------------------------------------------------------------------------

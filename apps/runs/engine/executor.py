@@ -21,6 +21,7 @@ import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -31,6 +32,7 @@ from codefyui import conf
 
 from . import events as ev
 from .cache import CacheScope, ExecutionCache, cache_key
+from .files import FileRefused, UserFiles
 from .limits import element_limit
 from .storage import RecordingStopped
 from .plan import Plan, PlannedNode
@@ -55,6 +57,8 @@ class RunOptions:
     max_parallel: int = field(default_factory=lambda: conf.MAX_PARALLEL_NODES)
     max_elements: int = field(default_factory=lambda: conf.MAX_TENSOR_ELEMENTS)
     timeout_s: float = field(default_factory=lambda: conf.RUN_TIMEOUT_S)
+    files_dir: str = ""              # the run owner's own files (My files); "" = none (the CLI)
+    files_max_bytes: int = 0
 
     @property
     def one_node_at_a_time(self) -> bool:
@@ -155,6 +159,24 @@ class _Context:
         if reused:
             self.log(f"{self._node.label} continues with the weights kept from the previous run")
         return module.to(self.device)
+
+    def user_file(self, name: str, param: str = "path") -> Path:
+        try:
+            return self._user_files().path(name, param)
+        except FileRefused as exc:
+            raise NodeError(str(exc)) from None
+
+    def save_user_file(self, name: str, data: bytes, param: str = "path") -> str:
+        try:
+            return self._user_files().save(name, data, param).name
+        except FileRefused as exc:
+            raise NodeError(str(exc)) from None
+
+    def _user_files(self) -> UserFiles:
+        if not self._options.files_dir:
+            raise NodeError("This run has no file storage: files are saved in and loaded from a student's "
+                            "My files, which only runs started on the server have")
+        return UserFiles(self._options.files_dir, self._options.files_max_bytes)
 
 # -- the run ------------------------------------------------------------------------------
 
