@@ -6,7 +6,7 @@ from typing import Any
 from django.template.defaultfilters import filesizeformat
 
 import codefyui
-from apps.graphs import document, edits, segments, subgraphs
+from apps.graphs import document, edits, presets, segments, subgraphs
 from apps.graphs.models import Graph
 from apps.inspector.capture_state import RunView
 from apps.inspector.panel import TABS, Inspection, card_picture, segment_view
@@ -213,7 +213,7 @@ def device_choices(prefs: Prefs) -> dict[str, Any]:
 def server_facts() -> dict[str, Any]:
     """What this server is and holds: version, counts, each in-memory store's usage against
     its budget (the Settings popover's This Server section and GET /api/health)."""
-    return {"version": codefyui.__version__, "nodes": len(palette.catalogue()), "presets": 0,
+    return {"version": codefyui.__version__, "nodes": len(palette.catalogue()), "presets": len(presets.available()),
             "run_workers": service.worker_usage(),
             "stores": {"run_output_store": get_store().usage(), "execution_cache": service.cache_usage(),
                        "stats_cache": get_stats_cache().usage()}}

@@ -10,7 +10,7 @@ import random
 import re
 from typing import Any
 
-from . import document, segments
+from . import document, presets, segments
 from .nodes.base import Param, ParamError, parse_int_list, resolve, types_compatible
 from .reach import data_links, reachable
 
@@ -53,17 +53,23 @@ def coordinate(value: float) -> float:
 # -- nodes ----------------------------------------------------------------------------------
 
 def add_node(doc: dict[str, Any], type_key: str, x: float, y: float, snap_to_grid: bool = False) -> tuple[dict, str]:
-    cls = resolve(type_key)
-    if cls is None:
+    """A new node of this type; a preset (``preset:<name>``) arrives as its block."""
+    preset = presets.offered(type_key)
+    cls = None if preset else resolve(type_key)
+    if preset is None and cls is None:
         raise EditError(f"Unknown node type: {type_key}")
     doc = _copy(doc)
-    node_id = _new_id(doc, cls.type)
     x, y = coordinate(x), coordinate(y)
     if snap_to_grid:
         x, y = snap(x), snap(y)
-    doc["nodes"].append({"id": node_id, "type": cls.type, "position": {"x": float(x), "y": float(y)},
-                         "data": {"params": {p.name: copy.deepcopy(p.default) for p in cls.params}}})
-    return doc, node_id
+    position = {"x": float(x), "y": float(y)}
+    if preset:
+        node = presets.instantiate(preset, _new_id(doc, preset.name), position)
+    else:
+        node = {"id": _new_id(doc, cls.type), "type": cls.type, "position": position,
+                "data": {"params": {p.name: copy.deepcopy(p.default) for p in cls.params}}}
+    doc["nodes"].append(node)
+    return doc, node["id"]
 
 
 # A node added without a drop point (the sidebar's buttons) takes a free slot: slots are a
