@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.utils import data
 from torch.utils.data import Dataset
 
 from ..base import NodeError
@@ -67,6 +68,14 @@ class TransformedSet(Dataset):
 
     def __repr__(self) -> str:
         return describe(self)
+
+
+class DataLoader(data.DataLoader):
+    """torch's DataLoader, described in words where the Inspector and the log show it."""
+
+    def __repr__(self) -> str:
+        order = "shuffled" if isinstance(self.sampler, data.RandomSampler) else "in order"
+        return f"{describe(self.dataset)}; {len(self)} batches of {self.batch_size}, {order}"
 
 
 def resize_image(x: torch.Tensor, size: int, mode: str) -> torch.Tensor:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import torch
-from torch.utils.data import DataLoader as TorchDataLoader
 
 from codefyui import conf
 
@@ -168,7 +167,7 @@ class DataLoader(LibraryNode):
             ctx.log(f"DataLoader: num_workers={params['num_workers']} is not used; batches are read "
                     "in the run's own process")
         shuffle = params["shuffle"]
-        loader = TorchDataLoader(dataset, batch_size=params["batch_size"], shuffle=shuffle,
+        loader = sets.DataLoader(dataset, batch_size=params["batch_size"], shuffle=shuffle,
                                  generator=ctx.generator() if shuffle else None)
         return {"dataloader": loader}
 
