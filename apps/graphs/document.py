@@ -13,7 +13,6 @@ from typing import Any
 
 from codefyui import conf
 
-from . import presets
 from .nodes.base import resolve
 
 NOTE_TYPE = "note"
@@ -87,7 +86,8 @@ def normalise(raw: Any) -> dict[str, Any]:
     if _nesting(raw) > MAX_NESTING:
         raise DocumentError([f"The graph nests lists or objects more than {MAX_NESTING} deep"])
     check_limits(raw)  # before checking each node: a huge graph is refused at once
-    raw = _with_presets_as_blocks(raw)
+    if isinstance(raw.get("nodes"), list):
+        raw = _with_presets_as_blocks(raw)
     problems: list[str] = []
     doc = dict(raw)
     doc["name"] = _text(raw.get("name", ""), "name", problems)
@@ -104,7 +104,9 @@ def normalise(raw: Any) -> dict[str, Any]:
 
 def _with_presets_as_blocks(raw: dict[str, Any]) -> dict[str, Any]:
     """CodefyUI's ``preset:`` nodes as blocks (apps/graphs/presets); unknown ones stay, to be reported."""
-    if not any(isinstance(n, dict) and str(n.get("type", "")).startswith(presets.PREFIX) for n in _list(raw.get("nodes"))):
+    from . import presets  # presets build their blocks with edits, which reads documents: imported here
+
+    if not any(isinstance(n, dict) and str(n.get("type", "")).startswith(presets.PREFIX) for n in raw["nodes"]):
         return raw
     try:
         expanded = {**raw, "nodes": presets.Expansion.of(raw).nodes_of(raw["nodes"])}
@@ -112,10 +114,6 @@ def _with_presets_as_blocks(raw: dict[str, Any]) -> dict[str, Any]:
         raise DocumentError([str(exc)]) from None
     check_limits(expanded)
     return expanded
-
-
-def _list(value: Any) -> list:
-    return value if isinstance(value, list) else []
 
 
 MAX_NESTING = 100  # blocks inside blocks stay far below; deeper would overflow the copies edits make

@@ -18,12 +18,12 @@ from typing import Any
 
 from codefyui import conf
 
+from .. import edits
 from ..nodes.base import resolve
 from ..nodes.library.subgraph import Subgraph
 
 PREFIX = "preset:"
 MAX_DEPTH = 10
-INNER_COLUMN_W = 240  # px between the inner nodes, laid out in a row
 
 
 @dataclass(frozen=True)
@@ -119,11 +119,8 @@ class Expansion:
     def of(cls, doc: dict[str, Any]) -> Expansion:
         return cls({**embedded(doc), **builtin()})  # the product's presets win over a file's own
 
-    def nodes_of(self, nodes: Any, depth: int = 0) -> Any:
-        """The list with every preset node (at any depth inside) made a block; anything that is
-        not a list of nodes comes back as it was, for the document's checks to report."""
-        if not isinstance(nodes, list):
-            return nodes
+    def nodes_of(self, nodes: list[Any], depth: int = 0) -> list[Any]:
+        """The nodes with every known preset (at any depth inside) made a block."""
         return [self.block(n, depth) if isinstance(n, dict) and str(n.get("type", "")).startswith(PREFIX) else n
                 for n in nodes]
 
@@ -139,31 +136,36 @@ class Expansion:
             raise PresetError("The graph's presets hold more nodes than a graph may have "
                               f"(CODEFYUI_MAX_GRAPH_NODES = {self.max_nodes}, CODEFYUI_MAX_GRAPH_MB)")
         data = node.get("data") if isinstance(node.get("data"), dict) else {}
-        overrides = data.get("internalParams") if isinstance(data.get("internalParams"), dict) else {}
-        inner = [{"id": n["id"], "type": n["type"], "position": {"x": float(24 + i * INNER_COLUMN_W), "y": 96.0},
+        overrides = _dict(data.get("internalParams"))
+        inner = [{"id": n["id"], "type": n["type"], "position": {"x": 0.0, "y": 0.0},
                   "data": {"params": {**copy.deepcopy(n["params"]), **_dict(overrides.get(n["id"]))}}}
-                 for i, n in enumerate(preset.nodes)]
-        inner = self.nodes_of(inner, depth + 1)
-        by_id = {n["id"]: n for n in inner}
+                 for n in preset.nodes]
         edges = [{"id": f"e{i}", "type": "data", **e} for i, e in enumerate(preset.edges)]
-        ports = {side: [{"name": str(p.get("name", "")), "node": str(p.get("internal_node", "")),
-                          "port": str(p.get("internal_port", "")),
-                         "type": str(p.get("data_type") or _port_type(by_id.get(p.get("internal_node")),
-                                                                      p.get("internal_port"), side))}
-                        for p in exposed]
-                 for side, exposed in (("inputs", preset.inputs), ("outputs", preset.outputs))}
+        inner = _laid_out(self.nodes_of(inner, depth + 1), edges)
         label = data.get("label") if isinstance(data.get("label"), str) and data["label"].strip() else preset.name
+        kept = {k: v for k, v in data.items() if k not in ("internalParams", "params")}
         return {**{k: v for k, v in node.items() if k != "data"}, "type": Subgraph.type,
-                "data": {**{k: v for k, v in data.items() if k not in ("internalParams", "params")},
-                         "label": label, "params": {"subgraph": {"nodes": inner, "edges": edges, **ports}}}}
+                "data": {**kept, "label": label, "params": {"subgraph": {
+                    "nodes": inner, "edges": edges,
+                    "inputs": _boundary(preset.inputs, inner, "in"), "outputs": _boundary(preset.outputs, inner, "out")}}}}
+
+
+def _boundary(exposed: tuple[dict[str, Any], ...], inner: list[dict[str, Any]], side: str) -> list[dict[str, Any]]:
+    """The block's ports: each exposed port's name, inner node and port, and its type (given,
+    else the inner node's declared one)."""
+    by_id = {n["id"]: n for n in inner}
+    ports = []
+    for p in exposed:
+        node, port = str(p.get("internal_node", "")), str(p.get("internal_port", ""))
+        kind = p.get("data_type") or (edits.port_type(by_id[node], port, side) if node in by_id else "ANY")
+        ports.append({"name": str(p.get("name", "")), "node": node, "port": port, "type": str(kind)})
+    return ports
+
+
+def _laid_out(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The inner nodes placed as Auto layout places them, so Enter subgraph shows them tidy."""
+    return edits.auto_layout({"nodes": nodes, "edges": edges})["nodes"]
 
 
 def _dict(value: Any) -> dict[str, Any]:
     return copy.deepcopy(value) if isinstance(value, dict) else {}
-
-
-def _port_type(node: dict[str, Any] | None, port: Any, side: str) -> str:
-    """An exposed port's type from its inner node's declaration (ANY when it has none)."""
-    from ..edits import port_type  # edits reads documents, which expand presets: imported late
-
-    return port_type(node, str(port), "in" if side == "inputs" else "out") if node else "ANY"
