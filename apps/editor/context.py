@@ -2,6 +2,7 @@
 Templates only lay this out; decisions live here or in the pure modules it calls."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from django.template.defaultfilters import filesizeformat
 
@@ -161,8 +162,13 @@ def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:
         return {"node": node, "cls": None, "label": "Note", "moves": edits.nudges(node)}
     values = node["data"].get("params", {})
     coerced = cls.coerce_params(values)[0]
-    params = [{"param": p, "value": values.get(p.name, p.default), "choices": p.options}
-              for p in cls.params if p.kind not in ("grid", "json")]
+    if cls.subgraph:  # a preset's block shows the inner params the preset exposes
+        params = [{"param": replace(p, name=f"{inner['id']}.{p.name}"), "label": label, "choices": p.options,
+                   "value": inner.get("data", {}).get("params", {}).get(p.name, p.default)}
+                  for inner, p, label in edits.block_params(node)]
+    else:
+        params = [{"param": p, "value": values.get(p.name, p.default), "choices": p.options}
+                  for p in cls.params if p.kind not in ("grid", "json")]
     wired = {e["targetHandle"]: f"{e['source']}::{e['sourceHandle']}" for e in doc["edges"]
              if e["target"] == node_id and not document.is_trigger(e)}
     inputs = [{"port": p, "current": wired.get(p.name, ""),

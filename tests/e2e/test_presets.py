@@ -23,13 +23,16 @@ def test_a_preset_arrives_as_a_block_of_its_nodes(screen_page):
     expect(editor.card(PRESET)).to_be_visible()
     editor.shot("preset-1-added")
 
+    panel = editor.node_tab(PRESET)
+    expect(panel.get_by_label("Feature maps after round 1", exact=True)).to_have_value("32")
+    editor.shot("preset-2-params")
     side = editor.select_node(PRESET)
     editor.use(side.get_by_role("link", name="Enter subgraph"))
     inside = page.get_by_role("region", name=f"Inside {PRESET}", exact=True)
     for inner in ("Conv2d", "Activation", "MaxPool2d"):
         expect(inside.get_by_role("article", name=f"{inner} ({inner})", exact=True)).to_have_count(2)
     editor.fits()
-    editor.shot("preset-2-inside")
+    editor.shot("preset-3-inside")
 
 
 def test_a_dataset_node_says_what_it_offers(screen_page):

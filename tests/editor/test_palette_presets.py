@@ -38,3 +38,13 @@ def test_adding_a_preset_places_its_block_and_selects_it(student_client, tab):
     block = next(n for n in tab.document["nodes"] if n["id"] == "lstm-sequence-1")
     assert block["type"] == "Subgraph" and block["data"]["label"] == "LSTM Sequence"
     assert [p["name"] for p in subgraphs.definition(block)["outputs"]] == ["output", "hidden"]
+
+
+def test_a_preset_blocks_panel_edits_the_params_it_exposes(student_client, tab):
+    student_client.post(f"/editor/{tab.pk}/nodes/add", {"type": "preset:LSTM Sequence"})
+    body = page(student_client, tab, "?node=lstm-sequence-1")
+    assert '<label for="param-lstm.hidden_size">Hidden size</label>' in body
+    student_client.post(f"/editor/{tab.pk}/nodes/lstm-sequence-1/params", {"lstm.hidden_size": "16"})
+    tab.refresh_from_db()
+    block = next(n for n in tab.document["nodes"] if n["id"] == "lstm-sequence-1")
+    assert subgraphs.definition(block)["nodes"][0]["data"]["params"]["hidden_size"] == 16

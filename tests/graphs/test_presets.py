@@ -169,3 +169,27 @@ def test_a_preset_whose_nodes_the_server_lacks_is_not_offered(monkeypatch):
     assert not broken.runnable and broken not in presets.available()
     with pytest.raises(edits.EditError, match="Unknown node type: preset:Broken"):
         edits.add_node(document.normalise(graph()), "preset:Broken", 0, 0)
+
+
+# -- the params a preset exposes ---------------------------------------------------------------
+
+def test_a_preset_block_shows_the_params_the_preset_exposes():
+    doc = document.normalise(graph(preset_node("seq", "LSTM Sequence", {"lstm": {"hidden_size": 8}})))
+    shown = [(inner["id"], param.name, label) for inner, param, label in edits.block_params(doc["nodes"][1])]
+    assert shown == [("lstm", "input_size", "Features per step"), ("lstm", "hidden_size", "Hidden size"),
+                     ("lstm", "num_layers", "Stacked layers"), ("lstm", "bidirectional", "Read both ways"),
+                     ("act", "function", "Activation")]
+
+
+def test_setting_a_blocks_param_changes_its_inner_node():
+    doc = document.normalise(graph(preset_node("seq", "LSTM Sequence")))
+    changed = edits.set_params(doc, "seq", {"lstm.hidden_size": "12", "act.function": "relu"})
+    inner = {n["id"]: n["data"]["params"] for n in subgraphs.definition(edits.find_node(changed, "seq"))["nodes"]}
+    assert inner["lstm"]["hidden_size"] == 12 and inner["act"]["function"] == "relu"
+    with pytest.raises(edits.EditError, match="'hidden_size' value 0 is below minimum 1"):
+        edits.set_params(doc, "seq", {"lstm.hidden_size": "0"})
+
+
+def test_a_collapsed_block_shows_no_params(walkthrough):
+    collapsed, block = subgraphs.collapse(document.normalise(walkthrough), {"reshape", "softmax"})
+    assert edits.block_params(edits.find_node(collapsed, block)) == []

@@ -36,6 +36,7 @@ class Preset:
     edges: tuple[dict[str, Any], ...]          # {source, sourceHandle, target, targetHandle}
     inputs: tuple[dict[str, Any], ...]         # exposed: {name, internal_node, internal_port, data_type?}
     outputs: tuple[dict[str, Any], ...]
+    params: tuple[dict[str, str], ...]        # exposed: {node, param, label}, editable on the block
     size: int = field(default=0, compare=False)  # bytes of its definition as JSON
 
     @classmethod
@@ -48,8 +49,11 @@ class Preset:
                           for e in raw.get("edges") or [])
             inputs, outputs = (tuple(dict(p) for p in raw.get(side) or [] if isinstance(p, dict))
                                for side in ("exposed_inputs", "exposed_outputs"))
+            params = tuple({"node": str(p["internal_node"]), "param": str(p["param_name"]),
+                            "label": str(p.get("display_name") or p["param_name"])}
+                           for p in raw.get("exposed_params") or [])
             return cls(str(raw["preset_name"]), str(raw.get("category") or "Preset"), str(raw.get("description") or ""),
-                       tuple(str(t) for t in raw.get("tags") or []), nodes, edges, inputs, outputs,
+                       tuple(str(t) for t in raw.get("tags") or []), nodes, edges, inputs, outputs, params,
                        len(json.dumps(raw, default=str)))
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
@@ -147,7 +151,8 @@ class Expansion:
         return {**{k: v for k, v in node.items() if k != "data"}, "type": Subgraph.type,
                 "data": {**kept, "label": label, "params": {"subgraph": {
                     "nodes": inner, "edges": edges,
-                    "inputs": _boundary(preset.inputs, inner, "in"), "outputs": _boundary(preset.outputs, inner, "out")}}}}
+                    "inputs": _boundary(preset.inputs, inner, "in"), "outputs": _boundary(preset.outputs, inner, "out"),
+                    "params": [dict(p) for p in preset.params]}}}}
 
 
 def _boundary(exposed: tuple[dict[str, Any], ...], inner: list[dict[str, Any]], side: str) -> list[dict[str, Any]]:
