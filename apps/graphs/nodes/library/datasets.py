@@ -3,8 +3,6 @@ SyntheticSegmentation, Transform, DataLoader and DatasetBatch (what a DATASET is
 ``_datasets.py``)."""
 from __future__ import annotations
 
-import math
-
 import torch
 
 from codefyui import conf
@@ -158,7 +156,6 @@ class DataLoader(LibraryNode):
         Param("shuffle", "bool", True, "A new random order of examples every epoch"),
         Param("num_workers", "int", 0, "Kept for CodefyUI files; always 0 here", min=0),
     )
-    uses_rng = True
     cacheable = False  # its shuffling generator moves on as it is read: each run starts a fresh one
 
     def run(self, ctx, params, dataset):
@@ -194,7 +191,7 @@ class DatasetBatch(LibraryNode):
     def run(self, ctx, params, dataset):
         x, _ = sets.first_sample(dataset, "DatasetBatch")
         count, start, total = params["batch_size"], params["start_index"], len(dataset)
-        ctx.check_size(count * math.prod(x.shape), "DatasetBatch's images")
+        ctx.check_size(count * x.numel(), "DatasetBatch's images")
         samples = [dataset[(start + k) % total] for k in range(count)]
         return {"images": torch.stack([s[0] for s in samples]).to(ctx.device),
                 "labels": torch.stack([torch.as_tensor(s[1]) for s in samples]).to(ctx.device)}
