@@ -2,11 +2,12 @@
 Templates only lay this out; decisions live here or in the pure modules it calls."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from django.template.defaultfilters import filesizeformat
 
 import codefyui
-from apps.graphs import document, edits, segments, subgraphs
+from apps.graphs import document, edits, presets, segments, subgraphs
 from apps.graphs.models import Graph
 from apps.inspector.capture_state import RunView
 from apps.inspector.panel import TABS, Inspection, card_picture, segment_view
@@ -161,8 +162,13 @@ def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:
         return {"node": node, "cls": None, "label": "Note", "moves": edits.nudges(node)}
     values = node["data"].get("params", {})
     coerced = cls.coerce_params(values)[0]
-    params = [{"param": p, "value": values.get(p.name, p.default), "choices": p.options}
-              for p in cls.params if p.kind not in ("grid", "json", "layers")]
+    if cls.subgraph:  # a preset's block shows the inner params the preset exposes
+        params = [{"param": replace(p, name=f"{inner['id']}.{p.name}"), "label": label, "choices": p.options,
+                   "value": inner.get("data", {}).get("params", {}).get(p.name, p.default)}
+                  for inner, p, label in edits.block_params(node)]
+    else:
+        params = [{"param": p, "value": values.get(p.name, p.default), "choices": p.options}
+                  for p in cls.params if p.kind not in ("grid", "json", "layers")]
     wired = {e["targetHandle"]: f"{e['source']}::{e['sourceHandle']}" for e in doc["edges"]
              if e["target"] == node_id and not document.is_trigger(e)}
     inputs = [{"port": p, "current": wired.get(p.name, ""),
@@ -213,7 +219,7 @@ def device_choices(prefs: Prefs) -> dict[str, Any]:
 def server_facts() -> dict[str, Any]:
     """What this server is and holds: version, counts, each in-memory store's usage against
     its budget (the Settings popover's This Server section and GET /api/health)."""
-    return {"version": codefyui.__version__, "nodes": len(palette.catalogue()), "presets": 0,
+    return {"version": codefyui.__version__, "nodes": len(palette.catalogue()), "presets": len(presets.available()),
             "run_workers": service.worker_usage(),
             "stores": {"run_output_store": get_store().usage(), "execution_cache": service.cache_usage(),
                        "stats_cache": get_stats_cache().usage()}}

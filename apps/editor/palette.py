@@ -1,6 +1,7 @@
 """The node palette: the sidebar's categories and the quick search. No Django here."""
 from __future__ import annotations
 
+from apps.graphs import presets
 from apps.graphs.nodes.base import CATEGORY_ORDER, Node, registry
 
 BASIC_CATEGORIES = ("Data", "CNN", "Training", "IO")
@@ -12,26 +13,34 @@ def catalogue() -> list[type[Node]]:
     return [cls for key, cls in registry().items() if not key.startswith("test:") and not cls.subgraph]
 
 
-def categories(mode: str = "all") -> list[tuple[str, list[type[Node]]]]:
-    """(category, nodes) in CodefyUI's order, then the rest A–Z; Basic keeps four."""
-    grouped: dict[str, list[type[Node]]] = {}
-    for cls in catalogue():
+def entries() -> list[type[Node] | presets.Preset]:
+    """What the sidebar offers: the nodes, then the presets (each added as its block)."""
+    return [*catalogue(), *presets.available()]
+
+
+def categories(mode: str = "all") -> list[tuple[str, list[type[Node] | presets.Preset]]]:
+    """(category, entries) in CodefyUI's order, then the rest A–Z; Basic keeps four. A preset
+    sits in its own category, after the nodes."""
+    grouped: dict[str, list[type[Node] | presets.Preset]] = {}
+    for cls in entries():
         grouped.setdefault(cls.category, []).append(cls)
     names = [c for c in CATEGORY_ORDER if c in grouped] + sorted(c for c in grouped if c not in CATEGORY_ORDER)
     if mode == "basic":
         names = [c for c in names if c in BASIC_CATEGORIES]
-    return [(c, sorted(grouped[c], key=lambda n: n.type)) for c in names]
+    return [(c, sorted(grouped[c], key=lambda n: (isinstance(n, presets.Preset), n.type))) for c in names]
 
 
-def quick_search(query: str) -> list[type[Node]]:
-    """At most 20 nodes, Start first for an empty query; never filtered by category mode."""
+def quick_search(query: str) -> list[type[Node] | presets.Preset]:
+    """At most 20 nodes and presets (also found by their tags), Start first for an empty
+    query; never filtered by category mode."""
     q = query.strip().lower()
-    nodes = catalogue()
+    nodes = entries()
     if q:
         def rank(cls):
             name = cls.type.lower()
             return (0 if name.startswith(q) else 1 if q in name else 2, name)
-        hits = [c for c in nodes if q in c.type.lower() or q in c.description.lower() or q in c.category.lower()]
+        hits = [c for c in nodes if q in c.type.lower() or q in c.description.lower() or q in c.category.lower()
+                or q in getattr(c, "tags", ())]
         hits.sort(key=rank)
     else:
         hits = sorted(nodes, key=lambda c: c.type.lower())

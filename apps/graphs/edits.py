@@ -10,7 +10,7 @@ import random
 import re
 from typing import Any
 
-from . import document, segments
+from . import document, presets, segments
 from .nodes.base import Param, ParamError, parse_int_list, resolve, types_compatible
 from .reach import data_links, reachable
 
@@ -53,17 +53,23 @@ def coordinate(value: float) -> float:
 # -- nodes ----------------------------------------------------------------------------------
 
 def add_node(doc: dict[str, Any], type_key: str, x: float, y: float, snap_to_grid: bool = False) -> tuple[dict, str]:
-    cls = resolve(type_key)
-    if cls is None:
+    """A new node of this type; a preset (``preset:<name>``) arrives as its block."""
+    preset = presets.offered(type_key)
+    cls = None if preset else resolve(type_key)
+    if preset is None and cls is None:
         raise EditError(f"Unknown node type: {type_key}")
     doc = _copy(doc)
-    node_id = _new_id(doc, cls.type)
     x, y = coordinate(x), coordinate(y)
     if snap_to_grid:
         x, y = snap(x), snap(y)
-    doc["nodes"].append({"id": node_id, "type": cls.type, "position": {"x": float(x), "y": float(y)},
-                         "data": {"params": {p.name: copy.deepcopy(p.default) for p in cls.params}}})
-    return doc, node_id
+    position = {"x": float(x), "y": float(y)}
+    if preset:
+        node = presets.instantiate(preset, _new_id(doc, preset.name), position)
+    else:
+        node = {"id": _new_id(doc, cls.type), "type": cls.type, "position": position,
+                "data": {"params": {p.name: copy.deepcopy(p.default) for p in cls.params}}}
+    doc["nodes"].append(node)
+    return doc, node["id"]
 
 
 # A node added without a drop point (the sidebar's buttons) takes a free slot: slots are a
@@ -243,25 +249,46 @@ def port_type(node: dict[str, Any], port: str, side: str) -> str:
 
 
 def set_params(doc: dict[str, Any], node_id: str, raw: dict[str, Any]) -> dict:
-    """Set params from form text; every bad value is named and nothing is saved."""
+    """Set params from form text (a block's: the inner params it shows); every bad value is
+    named and nothing is saved."""
     doc = _copy(doc)
     node = find_node(doc, node_id)
     cls = node_class(node)
     if cls is None:
         raise EditError("Notes have no parameters.")
-    params = node["data"].setdefault("params", {})
+    if cls.subgraph:
+        fields = [(f"{inner['id']}.{p.name}", p, inner.setdefault("data", {}).setdefault("params", {}))
+                  for inner, p, _ in block_params(node)]
+    else:
+        params = node["data"].setdefault("params", {})
+        fields = [(p.name, p, params) for p in cls.params if p.kind not in ("grid", "json", "layers")]
     problems = []
-    for param in cls.params:
-        if param.kind in ("grid", "json", "layers") or param.name not in raw:
+    for field, param, params in fields:
+        if field not in raw:
             continue
         try:
-            params[param.name] = param.coerce(raw[param.name])
+            params[param.name] = param.coerce(raw[field])
         except ParamError as exc:
             problems.append(str(exc))
     if problems:
         raise EditError("; ".join(problems))
     _resize_grid(node, cls)
     return doc
+
+
+def block_params(block: dict[str, Any]) -> list[tuple[dict[str, Any], Param, str]]:
+    """The inner params a block shows as its own (a preset's exposed params): (inner node,
+    its param, the label), leaving out entries whose node or param is not there."""
+    inside = block["data"].get("params", {}).get("subgraph") or {}
+    inner = {n.get("id"): n for n in inside.get("nodes", []) if isinstance(n, dict)}
+    shown = []
+    for entry in inside.get("params") if isinstance(inside.get("params"), list) else []:
+        node = inner.get(entry.get("node")) if isinstance(entry, dict) else None
+        cls = node_class(node) if node else None
+        param = next((p for p in cls.params if p.name == entry.get("param")), None) if cls else None
+        if param is not None and param.kind not in ("grid", "json"):
+            shown.append((node, param, str(entry.get("label") or param.name)))
+    return shown
 
 
 def grid_param(cls) -> Param | None:

@@ -245,6 +245,7 @@ def test_dataloader_batches_and_labels(ctx):
     assert [len(y) for _, y in batches] == [32, 32, 32, 24]
     x, y = batches[0]
     assert list(x.shape) == [32, 4] and y.dtype == torch.int64
+    assert repr(loader) == "Iris (train): 120 samples of [4], 3 classes; 4 batches of 32, shuffled"
 
 
 def test_dataloader_without_shuffle_keeps_the_order(ctx):

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset
+from torch.utils import data
 
 from ..base import NodeError
 from ._helpers import shape_str
 
 
-class SampleSet(Dataset):
+class SampleSet(data.Dataset):
     """Samples stored as two tensors: ``ds[i]`` is (inputs[i] × scale as float32, targets[i])."""
 
     def __init__(self, inputs: torch.Tensor, targets: torch.Tensor, name: str,
@@ -46,10 +46,10 @@ class SampleSet(Dataset):
         return describe(self)
 
 
-class TransformedSet(Dataset):
+class TransformedSet(data.Dataset):
     """Another dataset's samples resized and normalised on the way out: x → (resize(x) − shift) / spread."""
 
-    def __init__(self, base: Dataset, size: int, shift: torch.Tensor | float, spread: torch.Tensor | float):
+    def __init__(self, base: data.Dataset, size: int, shift: torch.Tensor | float, spread: torch.Tensor | float):
         self.base, self.size, self.shift, self.spread = base, size, shift, spread
         self.name = getattr(base, "name", "")
         self.classes = list(getattr(base, "classes", []))
@@ -69,13 +69,21 @@ class TransformedSet(Dataset):
         return describe(self)
 
 
+class DataLoader(data.DataLoader):
+    """torch's DataLoader, described in words where the Inspector and the log show it."""
+
+    def __repr__(self) -> str:
+        order = "shuffled" if isinstance(self.sampler, data.RandomSampler) else "in order"
+        return f"{describe(self.dataset)}; {len(self)} batches of {self.batch_size}, {order}"
+
+
 def resize_image(x: torch.Tensor, size: int, mode: str) -> torch.Tensor:
     """A [C, H, W] image scaled to [C, size, size]."""
     kwargs = {"align_corners": False, "antialias": True} if mode == "bilinear" else {}
     return torch.nn.functional.interpolate(x[None].float(), size=(size, size), mode=mode, **kwargs)[0]
 
 
-def describe(ds: Dataset) -> str:
+def describe(ds: data.Dataset) -> str:
     """'Digits (train): 1438 samples of [1, 8, 8], 10 classes', as summaries and logs show it."""
     count = len(ds)
     text = f"{getattr(ds, 'name', '') or type(ds).__name__}: {count} samples"
@@ -200,26 +208,26 @@ def _read(path: Path) -> bytes:
         raise NodeError(f"{path} is not a readable .gz file ({exc})") from None
 
 
-def _idx_header(path: Path, dims: int, data: bytes | None = None) -> list[int]:
+def _idx_header(path: Path, dims: int, content: bytes | None = None) -> list[int]:
     """The sizes an IDX file of unsigned bytes (MNIST's format) declares in its header."""
-    if data is None:
+    if content is None:
         with (gzip.open(path) if path.suffix == ".gz" else path.open("rb")) as f:
             try:
-                data = f.read(4 + 4 * dims)
+                content = f.read(4 + 4 * dims)
             except (OSError, EOFError):
-                data = b""
-    if len(data) < 4 + 4 * dims or int.from_bytes(data[:4], "big") != 0x0800 + dims:
+                content = b""
+    if len(content) < 4 + 4 * dims or int.from_bytes(content[:4], "big") != 0x0800 + dims:
         raise NodeError(f"{path} is not an IDX file of {dims}-D bytes (MNIST's format)")
-    return [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
+    return [int.from_bytes(content[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
 
 
 def _idx(path: Path, dims: int) -> np.ndarray:
     """An IDX file's values, shaped as its header says."""
-    data = _read(path)
-    shape, header = _idx_header(path, dims, data), 4 + 4 * dims
-    if len(data) != header + math.prod(shape):
+    content = _read(path)
+    shape, header = _idx_header(path, dims, content), 4 + 4 * dims
+    if len(content) != header + math.prod(shape):
         raise NodeError(f"{path} is cut short or too long for its header {shape_str(shape)}")
-    return np.frombuffer(data, np.uint8, offset=header).reshape(shape)
+    return np.frombuffer(content, np.uint8, offset=header).reshape(shape)
 
 
 def _idx_pair(images: Path, labels: Path) -> tuple[torch.Tensor, torch.Tensor]:
@@ -230,17 +238,22 @@ def _idx_pair(images: Path, labels: Path) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _cifar(paths: list[Path]) -> tuple[torch.Tensor, torch.Tensor]:
-    """CIFAR-10's binary version: records of one label byte and 3 × 32 × 32 pixel bytes."""
-    record = _CIFAR_RECORD
-    parts = []
+    """CIFAR-10's binary version: records of one label byte and 3 × 32 × 32 pixel bytes, read
+    batch by batch into the set's arrays (at most one batch more in memory than the set)."""
+    counts = []
     for path in paths:
-        data = np.frombuffer(_read(path), np.uint8)
-        if len(data) % record:
+        count, rest = divmod(path.stat().st_size, _CIFAR_RECORD)
+        if rest:
             raise NodeError(f"{path} is not a CIFAR-10 binary batch (its size is not a whole number of records)")
-        parts.append(data.reshape(-1, record))
-    rows = np.concatenate(parts)
-    return (torch.from_numpy(rows[:, 1:].reshape(-1, 3, 32, 32).copy()),
-            torch.from_numpy(rows[:, 0].astype(np.int64)))
+        counts.append(count)
+    pixels = np.empty((sum(counts), _CIFAR_RECORD - 1), np.uint8)
+    labels = np.empty(sum(counts), np.int64)
+    start = 0
+    for path, count in zip(paths, counts):
+        records = np.frombuffer(path.read_bytes(), np.uint8).reshape(count, _CIFAR_RECORD)
+        pixels[start:start + count], labels[start:start + count] = records[:, 1:], records[:, 0]
+        start += count
+    return torch.from_numpy(pixels).view(-1, 3, 32, 32), torch.from_numpy(labels)
 
 
 # -- synthetic image sets ----------------------------------------------------------------------

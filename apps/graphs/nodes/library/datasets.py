@@ -3,10 +3,7 @@ SyntheticSegmentation, Transform, DataLoader and DatasetBatch (what a DATASET is
 ``_datasets.py``)."""
 from __future__ import annotations
 
-import math
-
 import torch
-from torch.utils.data import DataLoader as TorchDataLoader
 
 from codefyui import conf
 
@@ -159,7 +156,6 @@ class DataLoader(LibraryNode):
         Param("shuffle", "bool", True, "A new random order of examples every epoch"),
         Param("num_workers", "int", 0, "Kept for CodefyUI files; always 0 here", min=0),
     )
-    uses_rng = True
     cacheable = False  # its shuffling generator moves on as it is read: each run starts a fresh one
 
     def run(self, ctx, params, dataset):
@@ -168,7 +164,7 @@ class DataLoader(LibraryNode):
             ctx.log(f"DataLoader: num_workers={params['num_workers']} is not used; batches are read "
                     "in the run's own process")
         shuffle = params["shuffle"]
-        loader = TorchDataLoader(dataset, batch_size=params["batch_size"], shuffle=shuffle,
+        loader = sets.DataLoader(dataset, batch_size=params["batch_size"], shuffle=shuffle,
                                  generator=ctx.generator() if shuffle else None)
         return {"dataloader": loader}
 
@@ -195,7 +191,7 @@ class DatasetBatch(LibraryNode):
     def run(self, ctx, params, dataset):
         x, _ = sets.first_sample(dataset, "DatasetBatch")
         count, start, total = params["batch_size"], params["start_index"], len(dataset)
-        ctx.check_size(count * math.prod(x.shape), "DatasetBatch's images")
+        ctx.check_size(count * x.numel(), "DatasetBatch's images")
         samples = [dataset[(start + k) % total] for k in range(count)]
         return {"images": torch.stack([s[0] for s in samples]).to(ctx.device),
                 "labels": torch.stack([torch.as_tensor(s[1]) for s in samples]).to(ctx.device)}
