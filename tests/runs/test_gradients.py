@@ -286,3 +286,10 @@ def test_grad_stats_of_several_tensors_are_those_of_all_their_entries():
     s = gr.GradStats.of([torch.tensor([3.0, -4.0]), torch.tensor([0.0])])
     assert (s.norm, s.mean, s.max) == (5.0, pytest.approx(7 / 3), 4.0)
     assert gr.GradStats.of([]) is None
+
+
+def test_a_failed_run_says_no_backward_pass_ran(fresh_store):
+    doc = chain(INPUT, ("Linear", {"in_features": 9, "out_features": 2}), ("BackwardOnce", {}))
+    outcome = execute(plan_run(doc), RunOptions(run_id="g1", gradients=True), lambda e: None, captures=fresh_store)
+    assert outcome.status == "failed"
+    assert kept(fresh_store, gr.RUN, gr.TARGET)["text"] == "Capture gradients: no backward pass ran: the run did not finish"

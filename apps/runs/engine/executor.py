@@ -31,7 +31,7 @@ from codefyui import conf
 
 from . import events as ev
 from .cache import CacheScope, ExecutionCache, cache_key
-from .gradients import GradientCapture, pick_target
+from .gradients import RUN, TARGET, GradientCapture, pick_target
 from .limits import element_limit
 from .storage import RecordingStopped
 from .plan import Plan, PlannedNode
@@ -389,6 +389,9 @@ class _Runner:
                 heapq.heappush(self.ready, (self.order[other], other))
 
     def _finish(self, kind: str, error: str | None = None) -> RunOutcome:
+        if self.gradients is not None and kind != ev.RUN_COMPLETED and self.captures is not None:
+            self._keep(RUN, TARGET, {"ran": False, "shown": False,
+                                     "text": "Capture gradients: no backward pass ran: the run did not finish"})
         return _finish(self.plan, self.outcome, self.emit, kind, error)
 
 
