@@ -293,3 +293,20 @@ def test_a_failed_run_says_no_backward_pass_ran(fresh_store):
     outcome = execute(plan_run(doc), RunOptions(run_id="g1", gradients=True), lambda e: None, captures=fresh_store)
     assert outcome.status == "failed"
     assert kept(fresh_store, gr.RUN, gr.TARGET)["text"] == "Capture gradients: no backward pass ran: the run did not finish"
+
+
+def test_the_vanishing_gradients_lesson_shows_the_difference(fresh_store):
+    """GR1: in the lesson "Why gradients vanish" the sigmoid network's first layers are vanishing
+    and every ReLU layer is healthy, with its own settings (Capture gradients on, seeded)."""
+    from tests.conftest import example
+
+    doc = document.normalise(example("vanishing_gradients"))
+    settings = document.run_settings(doc)
+    assert settings["capture_gradients"] is True
+    outcome = execute(plan_run(doc), RunOptions(run_id="g1", seed=settings["seed"], gradients=True),
+                      lambda e: None, captures=fresh_store)
+    assert outcome.status == "succeeded", outcome.error
+    verdicts = {row["name"]: row["stats"].verdict for row in kept(fresh_store, gr.RUN, gr.LAYERS)}
+    assert len(verdicts) == 22
+    assert verdicts["Sigmoid layer 1"] == verdicts["Sigmoid layer 2"] == gr.VANISHING
+    assert {v for name, v in verdicts.items() if name.startswith("ReLU")} == {gr.HEALTHY}
