@@ -308,5 +308,5 @@ def test_the_vanishing_gradients_lesson_shows_the_difference(fresh_store):
     assert outcome.status == "succeeded", outcome.error
     verdicts = {row["name"]: row["stats"].verdict for row in kept(fresh_store, gr.RUN, gr.LAYERS)}
     assert len(verdicts) == 22
-    assert verdicts["Sigmoid layer 1"] == verdicts["Sigmoid layer 2"] == gr.VANISHING
+    assert verdicts["Sigmoid L1"] == verdicts["Sigmoid L2"] == gr.VANISHING
     assert {v for name, v in verdicts.items() if name.startswith("ReLU")} == {gr.HEALTHY}

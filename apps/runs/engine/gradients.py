@@ -82,7 +82,7 @@ def tracks_gradients(value: Any) -> bool:
 
 
 def _shape(t: torch.Tensor) -> str:
-    return "[" + ", ".join(str(s) for s in t.shape) + "]"
+    return "[" + ", ".join(str(s) for s in t.shape) + "]" if t.dim() else "(a single number)"
 
 
 @dataclass
