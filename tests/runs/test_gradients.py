@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from apps.graphs import document
+from apps.graphs import layers as layers_json
 from apps.graphs.nodes import base
 from apps.graphs.nodes.base import Node, Port
 from apps.runs.engine import WEIGHTS, ExecutionCache, RunOptions, execute, plan_run
@@ -99,45 +100,52 @@ def test_a_conv2d_matches_autograd(fresh_store):
     torch.testing.assert_close(kept(fresh_store, "n1", gr.weight_port("bias")), conv.bias.grad)
 
 
-class _TwoLayerModel(Node):
-    """A test node that outputs a MODEL built through ctx.module, and applies it."""
+class _ApplyModel(Node):
+    """A test node that applies a MODEL to a tensor (the Inference node's forward pass)."""
 
-    type = "TestGradModel"
+    type = "TestApplyModel"
     category = "Test"
-    inputs = (Port("tensor"),)
-    outputs = (Port("tensor"), Port("model", "MODEL"))
-    stateful = True
+    inputs = (Port("model", "MODEL"), Port("tensor"))
+    outputs = (Port("tensor"),)
 
-    def run(self, ctx, params, tensor):
-        def build():
-            torch.manual_seed(11)
-            return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Sigmoid(), torch.nn.Linear(3, 2))
-        model = ctx.module(build)
-        return {"tensor": model(tensor), "model": model}
+    def run(self, ctx, params, model, tensor):
+        return {"tensor": model(tensor)}
 
 
 @pytest.fixture
-def model_node(monkeypatch):
-    monkeypatch.setitem(base.registry(), _TwoLayerModel.type, _TwoLayerModel)
+def apply_node(monkeypatch):
+    monkeypatch.setitem(base.registry(), _ApplyModel.type, _ApplyModel)
 
 
-def test_a_model_gets_one_weight_gradient_per_parameter_and_one_layer_row_per_layer(fresh_store, model_node):
-    """GR1, GR2: a MODEL's parameters each have their gradient, as autograd computes them, and
-    the per-layer summary has a row for each of its layers that holds weights."""
-    doc = chain(INPUT, ("TestGradModel", {}), ("BackwardOnce", {}))
-    outcome, _ = run(doc, fresh_store, persist_weights=True, weights_scope="model")
-    model = layers("model")["n1"]
+def model_graph():
+    spec = layers_json.dumps(layers_json.chain_of([
+        ("l1", "Linear", {"in_features": 4, "out_features": 3}), ("s", "Sigmoid", {}),
+        ("l2", "Linear", {"in_features": 3, "out_features": 2})]))
+    doc = chain(INPUT, ("TestApplyModel", {}), ("BackwardOnce", {}))
+    doc["nodes"].append({"id": "model", "type": "SequentialModel", "data": {"params": {"layers": spec}}})
+    doc["edges"] += [{"id": "m", "source": "model", "sourceHandle": "model", "target": "n1", "targetHandle": "model"},
+                     {"id": "tm", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": "model"}]
+    return document.normalise(doc)
+
+
+def test_a_model_gets_one_weight_gradient_per_parameter_and_one_layer_row_per_layer(fresh_store, apply_node):
+    """GR1, GR2: a SequentialModel's parameters each have their gradient, as autograd computes
+    them, kept under the node that built the model; the per-layer summary has a row for each
+    of its layers that holds weights."""
+    outcome, _ = run(model_graph(), fresh_store, persist_weights=True, weights_scope="model")
+    model = layers("model")["model"]
     x = outcome.outputs["n0"]["tensor"].detach()
     model.zero_grad()
     model(x).sum().backward()
-    index = kept(fresh_store, "n1", gr.INDEX)
-    assert index["weights"] == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    index = kept(fresh_store, "model", gr.INDEX)
+    assert index == {"outputs": [], "weights": ["layers.l1.weight", "layers.l1.bias", "layers.l2.weight", "layers.l2.bias"]}
     for name, param in model.named_parameters():
-        torch.testing.assert_close(kept(fresh_store, "n1", gr.weight_port(name)), param.grad)
+        torch.testing.assert_close(kept(fresh_store, "model", gr.weight_port(name)), param.grad)
     rows = kept(fresh_store, gr.RUN, gr.LAYERS)
-    assert [r["name"] for r in rows] == ["TestGradModel › 0 (Linear)", "TestGradModel › 2 (Linear)"]
-    expected = math.sqrt(model[0].weight.grad.square().sum() + model[0].bias.grad.square().sum())
-    assert rows[0]["stats"].norm == pytest.approx(expected, rel=1e-5)
+    assert [r["name"] for r in rows] == ["SequentialModel › layers.l1 (Linear)", "SequentialModel › layers.l2 (Linear)"]
+    l1 = model.layers.l1
+    assert rows[0]["stats"].norm == pytest.approx(math.sqrt(l1.weight.grad.square().sum() + l1.bias.grad.square().sum()),
+                                                  rel=1e-5)
 
 
 # -- the target ------------------------------------------------------------------------------
