@@ -318,3 +318,10 @@ def test_the_vanishing_gradients_lesson_shows_the_difference(fresh_store):
     assert len(verdicts) == 22
     assert verdicts["Sigmoid L1"] == verdicts["Sigmoid L2"] == gr.VANISHING
     assert {v for name, v in verdicts.items() if name.startswith("ReLU")} == {gr.HEALTHY}
+
+
+@pytest.mark.parametrize("size", [1e-30, 1e30])
+def test_grad_stats_keep_tiny_and_huge_norms(size):
+    """‖g‖ of gradients whose squares leave float32's range is still their norm."""
+    s = gr.GradStats.of([torch.full((4,), size)])
+    assert s.norm == pytest.approx(2 * size, rel=1e-5) and s.max == pytest.approx(size, rel=1e-6)

@@ -51,16 +51,22 @@ class GradStats:
 
     @classmethod
     def of(cls, grads: Iterable[torch.Tensor]) -> GradStats | None:
-        squares = total = count = 0.0
-        largest = 0.0
+        squares = total = largest = 0.0
+        count = 0
         for g in grads:
             if g.numel() == 0:
                 continue
-            g = g.detach().double().abs()
-            squares += float(g.square().sum())
-            total += float(g.sum())
-            largest = max(largest, float(g.max()))
-            count += g.numel()
+            size = g.detach().abs().flatten()
+            if size.dtype not in (torch.float32, torch.float64):
+                size = size.float()
+            top = float(size.max())
+            # Squares of a tiny or huge gradient leave float32's range: scale them by the largest.
+            scale = top if 0 < top < math.inf and not 1e-15 < top < 1e15 else 1.0
+            scaled = size / scale if scale != 1.0 else size
+            squares += float(torch.dot(scaled, scaled)) * scale * scale
+            total += float(size.sum())
+            largest = max(largest, top)
+            count += size.numel()
         if not count:
             return None
         return cls(math.sqrt(squares), total / count, largest)
