@@ -201,6 +201,15 @@ def test_after_a_training_loop_no_extra_backward_runs(fresh_store, monkeypatch):
     assert kept(fresh_store, gr.RUN, gr.TARGET)["ran"] is False
 
 
+def test_a_backward_once_comes_before_a_training_loop(fresh_store, monkeypatch):
+    """SP13: the target order: the first BackwardOnce, before a TrainingLoop's gradients."""
+    monkeypatch.setitem(base.registry(), gr.TRAINING_LOOP, _FakeTrainingLoop)
+    doc = chain(INPUT, ("Linear", {"in_features": 4, "out_features": 4}), ("BackwardOnce", {}), (gr.TRAINING_LOOP, {}))
+    _, events = run(doc, fresh_store)
+    assert "Capture gradients: backward pass from sum() of BackwardOnce's tensor [3, 4]" in logs(events)
+    assert kept(fresh_store, gr.RUN, gr.TARGET)["ran"] is True
+
+
 def _remember(run_method, seen):
     def wrapped(self, ctx, params, **inputs):
         seen.append(self)
