@@ -26,6 +26,7 @@ FROM_BLOCK = "From the block's input"
 RECORDING_STOPPED = ("Not recorded: this run's outputs grew larger than the capture store's budget "
                      "(CODEFYUI_RUN_OUTPUT_STORE_MAX_MB), so recording stopped before this value")
 INTERRUPTED = "Interrupted: the server restarted while this node was running; run the graph again"
+NO_GRADIENT = "No gradient: this value does not lead to what the backward pass started from"
 
 # What the store answered for a port.
 MISSING = object()        # the store holds nothing for it
@@ -90,3 +91,10 @@ def row_state(run: RunView | None, producer: str | None, lookup: Any, *, record_
     if lookup is None:
         return RowState(NO_VALUE)
     return RowState(value=lookup)
+
+
+def gradient_state(run: RunView | None, producer: str, lookup: Any, *, record_now: bool) -> RowState:
+    """A Backward tab row: a row's state once the whole run has ended (gradients come after the
+    forward pass); a gradient kept as None took no part in the backward pass."""
+    state = row_state(run, producer, lookup, record_now=record_now, after_run=True)
+    return RowState(NO_GRADIENT) if state.message == NO_VALUE else state

@@ -16,11 +16,12 @@ import torch
 
 from apps.graphs import document, edits, segments, subgraphs
 from apps.graphs.nodes.base import PORT_COLOURS
+from apps.runs.engine import gradients as gr
 from apps.runs.store import CaptureStore, StoreUnreachable
 
 from . import capture_state as cs
 from .pictures import Picture, picture
-from .values import shape_text, view
+from .values import Health, health, shape_text, view
 
 
 @dataclass
@@ -62,6 +63,7 @@ class Row:
     port: str
     state: cs.RowState
     view: Any = None
+    health: Health | None = None     # a gradient's badge: ‖g‖ and its verdict
 
     @property
     def colour(self) -> str:
@@ -116,16 +118,16 @@ def _producer(node: dict[str, Any], port: str) -> tuple[str, str]:
     return (f"{node['id']}/{inner['node']}", inner["port"]) if inner else (node["id"], port)
 
 
-def _view(ins: Inspection, row: Row, compare: Row | None = None):
+def _view(ins: Inspection, row: Row, compare: Row | None = None, magnitude: bool = False):
     """A row's value view. Captures never change, so a view is cached by the capture's write
     serial and what was asked of it (slice, window, and the compared capture for heat)."""
     index, offset = ins.slices.get(row.key), ins.offsets.get(row.key, (0, 0))
     serial = ins.serials.get((row.producer, row.port))
     against = ins.serials.get((compare.producer, compare.port)) if compare else None
-    key = (ins.run_id, serial, tuple(index or ()), offset, against)
+    key = (ins.run_id, serial, tuple(index or ()), offset, against, magnitude)
     if serial is not None and (hit := _VIEWS.get(key)) is not None:
         return hit
-    made = view(row.state.value, index, offset, compare.state.value if compare else None)
+    made = view(row.state.value, index, offset, compare.state.value if compare else None, magnitude)
     if serial is not None:
         _VIEWS.put(key, made)
     return made
@@ -197,7 +199,36 @@ def card_picture(ins: Inspection, node: dict[str, Any]) -> Picture | None:
     return hit or None
 
 
+def gradient_rows(ins: Inspection) -> tuple[list[Row], list[Row]]:
+    """The Backward tab's Output gradients (one per output port) and Weight gradients (one per
+    parameter), as the run's gradient index for the node lists them."""
+    index = ins.lookup(ins.node_id, gr.INDEX)
+    index = index if isinstance(index, dict) else {"outputs": [], "weights": []}
+    return ([_gradient_row(ins, f"grad.{port}", port, gr.output_port(port)) for port in index["outputs"]],
+            [_gradient_row(ins, f"wgrad.{name}", name, gr.weight_port(name)) for name in index["weights"]])
+
+
+def _gradient_row(ins: Inspection, key: str, label: str, port: str) -> Row:
+    state = cs.gradient_state(ins.run, ins.node_id, ins.lookup(ins.node_id, port), record_now=ins.record_now)
+    row = Row(key, "grad", label, "TENSOR", ins.node_id, port, state)
+    if state.has_value:
+        row.view = _view(ins, row, magnitude=True)
+        row.health = health(gr.GradStats.of([state.value]))
+    return row
+
+
+def layer_rows(ins: Inspection) -> list[dict[str, Any]]:
+    """The per-layer summary of the run: one row per layer with weights, in run order."""
+    layers = ins.lookup(gr.RUN, gr.LAYERS)
+    return [{"name": layer["name"], "health": health(layer["stats"]), "here": layer["node"] == ins.node_id}
+            for layer in (layers if isinstance(layers, list) else [])]
+
+
 def find_row(ins: Inspection, key: str) -> tuple[Row | None, str]:
+    """A Forward row, or a Backward one (``grad.`` / ``wgrad.`` keys), by its key."""
+    if key.startswith(("grad.", "wgrad.")):
+        outputs, weights = gradient_rows(ins)
+        return next((r for r in outputs + weights if r.key == key), None), ""
     inputs, outputs, chip = forward_rows(ins)
     return next((r for r in inputs + outputs if r.key == key), None), chip
 
@@ -240,13 +271,19 @@ class Backward(InspectorTab):
     slug, title, template = "backward", "Backward", "inspector/_backward.html"
 
     def context(self, ins):
-        return {"state": _recorded_extra(ins, "__grads__", backward=True)}
+        state = _recorded_extra(ins, gr.TARGET, backward=True, holder=gr.RUN)
+        target = (state.value or None) if state.has_value else None  # None: Capture gradients was off
+        if target is None or not target["shown"]:
+            return {"state": state, "target": target}
+        outputs, weights = gradient_rows(ins)
+        return {"state": state, "target": target, "outputs": outputs, "weights": weights, "layers": layer_rows(ins)}
 
 
-def _recorded_extra(ins: Inspection, port: str, backward: bool) -> cs.RowState:
+def _recorded_extra(ins: Inspection, port: str, backward: bool, holder: str | None = None) -> cs.RowState:
     """Steps and gradients are extra captures: a run the store still holds without them
-    simply recorded none (the tab's own empty state), rather than expired."""
-    lookup = ins.lookup(ins.node_id, port)
+    simply recorded none (the tab's own empty state), rather than expired. ``holder``: the
+    node id the capture is kept under, when it is not the inspected node's (the run's)."""
+    lookup = ins.lookup(ins.node_id if holder is None else holder, port)
     if lookup is cs.MISSING and ins.run_id and _holds(ins):
         lookup = []
     return cs.row_state(ins.run, ins.node_id, lookup, record_now=ins.record_now, after_run=backward or ins.after_run)

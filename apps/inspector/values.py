@@ -11,6 +11,7 @@ import torch
 from django.utils.safestring import SafeString, mark_safe
 
 from apps.runs.engine.events import mean64, parameter_counts, pieces, shape_text, value_kind
+from apps.runs.engine.gradients import GradStats
 
 WINDOW = 32          # rows and columns of a 2-D slice shown at once
 TEXT_LIMIT = 4000
@@ -40,6 +41,7 @@ class TensorView:
     window: dict[str, Any] = field(default_factory=dict)   # rows/cols shown and hidden, paging offsets
     heat: bool = False
     heat_max: float = 0.0           # the largest change shown: the darkest shade (the legend says it)
+    magnitude: bool = False         # shaded by |value| relative to the slice's largest (gradients), not by change
 
     kind = "tensor"
 
@@ -52,6 +54,20 @@ class TensorView:
         return _fmt_float(self.heat_max)
 
 
+@dataclass(frozen=True)
+class Health:
+    """A gradient's badge: its verdict in words (never colour alone) and its L2 norm."""
+
+    verdict: str                    # healthy | vanishing | exploding | unknown
+    norm: str                       # ‖g‖ as the Inspector writes numbers
+
+
+def health(stats: GradStats | None) -> Health:
+    if stats is None:
+        return Health("unknown", "·")
+    return Health(stats.verdict, _fmt_float(stats.norm))
+
+
 @dataclass
 class PlainView:
     kind: str                       # model | scalar | string | list | other
@@ -60,10 +76,10 @@ class PlainView:
 
 
 def view(value: Any, index: list[int] | None = None, offset: tuple[int, int] = (0, 0),
-         compare: torch.Tensor | None = None):
+         compare: torch.Tensor | None = None, magnitude: bool = False):
     kind = value_kind(value)
     if kind == "tensor":
-        return tensor_view(value, index or [], offset, compare)
+        return tensor_view(value, index or [], offset, compare, magnitude)
     if kind == "model":
         return PlainView("model", f"{type(value).__name__} · params {parameter_counts(value)[0]:,}", "model")
     if kind == "scalar":
@@ -76,9 +92,10 @@ def view(value: Any, index: list[int] | None = None, offset: tuple[int, int] = (
 
 
 def tensor_view(t: torch.Tensor, index: list[int], offset: tuple[int, int],
-                compare: torch.Tensor | None) -> TensorView:
+                compare: torch.Tensor | None, magnitude: bool = False) -> TensorView:
     """The 2-D slice chosen by ``index`` (one entry per leading dim), a window of it from
-    ``offset``, heat-coloured against ``compare`` (same shape) when given."""
+    ``offset``, heat-coloured against ``compare`` (same shape) when given, or with ``magnitude``
+    by each |value| relative to the largest in the slice (a gradient's grid)."""
     t = t.detach()
     shape = list(t.shape)
     lead = max(0, len(shape) - 2)
@@ -90,12 +107,16 @@ def tensor_view(t: torch.Tensor, index: list[int], offset: tuple[int, int],
     r0, c0 = min(max(0, offset[0]), max(0, rows - 1)), min(max(0, offset[1]), max(0, cols - 1))
     r1, c1 = min(rows, r0 + WINDOW), min(cols, c0 + WINDOW)
     cells = None if empty else _window(plane, r0, r1, c0, c1)
-    change = None if other is None or empty else heat_change(_window(other, r0, r1, c0, c1), cells)
-    largest = max((c for row in change for c in row), default=0.0) if change else 0.0
+    if magnitude and not empty:
+        change = heat_change(torch.zeros_like(cells), cells)
+        largest = max_magnitude(plane)
+    else:
+        change = None if other is None or empty else heat_change(_window(other, r0, r1, c0, c1), cells)
+        largest = max((c for row in change for c in row), default=0.0) if change else 0.0
     heat = None if change is None else [[heat_alpha(c, largest) for c in row] for row in change]
     return TensorView(
         shape=shape, dtype=str(t.dtype).removeprefix("torch."), stats=_stats(t),
-        grid=mark_safe('<p class="hint">(empty tensor)</p>') if empty else _grid_html(cells, heat),
+        grid=mark_safe('<p class="hint">(empty tensor)</p>') if empty else _grid_html(cells, heat, changed=not magnitude),
         selectors=[] if empty else [{"dim": d, "size": shape[d], "chosen": index[d],
                                      "options": range(shape[d]) if shape[d] <= 64 else None} for d in range(lead)],
         index=index,
@@ -103,7 +124,15 @@ def tensor_view(t: torch.Tensor, index: list[int], offset: tuple[int, int],
                 "clipped": not empty and (rows > r1 - r0 or cols > c1 - c0),
                 "prev_r": max(0, r0 - WINDOW) if r0 else None, "next_r": r1 if r1 < rows else None,
                 "prev_c": max(0, c0 - WINDOW) if c0 else None, "next_c": c1 if c1 < cols else None},
-        heat=heat is not None, heat_max=largest)
+        heat=heat is not None, heat_max=largest, magnitude=magnitude)
+
+
+def max_magnitude(t: torch.Tensor) -> float:
+    """The largest finite |value| (0 for none)."""
+    if t.numel() == 0 or t.dtype == torch.bool or t.is_complex():
+        return 0.0
+    size = t.detach().double().abs()
+    return float(torch.where(torch.isfinite(size), size, torch.zeros_like(size)).max())
 
 
 def _window(plane: torch.Tensor, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
@@ -193,16 +222,17 @@ def _fmt_float(v: float) -> str:
     return f"{v:.4f}".rstrip("0").rstrip(".") if -1e15 < v < 1e15 else f"{v:.4e}"
 
 
-def _grid_html(cells: torch.Tensor, heat: list[list[float]] | None) -> SafeString:
-    """The window as a table, in one pass; changed cells carry a shade (``data-heat``, in
-    hundredths, which the generated editor/palette.css colours) and a title. A single row
+def _grid_html(cells: torch.Tensor, heat: list[list[float]] | None, changed: bool = True) -> SafeString:
+    """The window as a table, in one pass; shaded cells carry ``data-heat`` (in hundredths,
+    which the generated editor/palette.css colours), and changed cells a title. A single row
     (a 1-D tensor, a [1, N] row) wraps onto several lines, so a short row is seen whole; its
     roles are explicit because the wrapping restyles the table."""
     texts = _cell_texts(cells)
     if heat is None:
         rows = ["<td>" + "</td><td>".join(row) + "</td>" for row in texts]
     else:
-        rows = ["".join(f'<td class="changed" data-heat="{round(alpha * 100)}" title="changed">{text}</td>'
+        mark = ' class="changed" title="changed"' if changed else ""
+        rows = ["".join(f'<td{mark} data-heat="{round(alpha * 100)}">{text}</td>'
                         if alpha > 0 else f"<td>{text}</td>" for text, alpha in zip(row, alphas))
                 for row, alphas in zip(texts, heat)]
     if len(rows) == 1 and cells.shape[1] > 1:

@@ -46,7 +46,7 @@ class RunConflict(Exception):
 # -- options ------------------------------------------------------------------------------
 
 _OPTION_FIELDS = {"record": "record_outputs", "verbose": "verbose_internals",
-                  "gradients": "capture_gradients", "seed": "seed",
+                  "gradients": "capture_gradients", "auto_loss": "auto_synthesize_loss", "seed": "seed",
                   "deterministic": "deterministic", "device": "device", "persist_weights": "persist_weights"}
 
 

@@ -327,4 +327,14 @@
   document.addEventListener("click", function (event) {
     if (event.target.closest("#edge-popover a[data-close]")) { event.preventDefault(); hideEdge(); }
   });
+
+  // Auto-synthesize loss is available only while Capture gradients is on (the server says so
+  // too: it saves it off without Capture gradients); the box follows the switch at once.
+  document.addEventListener("change", function (event) {
+    if (event.target.name !== "capture_gradients") return;
+    var auto = event.target.form.querySelector("[name=auto_synthesize_loss]");
+    if (!auto) return;
+    auto.disabled = !event.target.checked;
+    if (!event.target.checked) auto.checked = false;
+  });
 })();

@@ -19,6 +19,7 @@ class FakeContext:
         self.device = torch.device("cpu")
         self.seed = None
         self.verbose = False
+        self.gradients = False
         self.logs: list[str] = []
         self.steps: list[dict] = []
 

@@ -175,3 +175,20 @@ def test_the_server_tells_the_worker_once_its_store_refuses_and_names_later_port
     assert assignment.unrecorded.is_set() and "Recording stopped" in logs[0].text
     assignment.receive("refused", "reshape", "tensor")
     assert store.refused("r1", "reshape", "tensor") and store.get("r1", "reshape", "tensor") is None
+
+
+def test_gradients_cross_from_the_worker_into_the_store(ready, student):
+    """GR1: with Capture gradients on, a run in a worker process keeps its output and weight
+    gradients and the run's target in the server's capture store (shared memory)."""
+    from apps.runs.engine import gradients as gr
+    from apps.runs.store import get_store
+    from tests.runs.test_gradients import INPUT, chain
+
+    doc = chain(INPUT, ("Linear", {"in_features": 4, "out_features": 2}), ("BackwardOnce", {}))
+    run = service.wait_for(start(student, doc, gradients=True).pk)
+    assert run.status == "succeeded", run.error
+    store, key = get_store(), str(run.pk)
+    assert store.get(key, gr.RUN, gr.TARGET).value["ran"] is True
+    assert store.get(key, "n1", gr.weight_port("bias")).value.tolist() == [3.0, 3.0]
+    assert store.get(key, "n0", gr.output_port("tensor")).value.shape == (3, 4)
+    assert [row["name"] for row in store.get(key, gr.RUN, gr.LAYERS).value] == ["Linear"]

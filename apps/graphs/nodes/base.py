@@ -144,6 +144,7 @@ class RunContext(Protocol):
     device: Any            # the torch.device this run uses
     seed: int | None       # this node's seed, derived from the run seed, or None (unseeded)
     verbose: bool          # Verbose internals: record __steps__
+    gradients: bool        # Capture gradients: the engine runs one backward pass after the forward pass
 
     def generator(self) -> Any: ...                       # a torch.Generator on CPU, seeded when the run is
     def check_size(self, elements: int, what: str) -> None: ...  # refuse a layer whose weights together are too many

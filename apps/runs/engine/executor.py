@@ -33,6 +33,7 @@ from codefyui import conf
 from . import events as ev
 from .cache import CacheScope, ExecutionCache, cache_key
 from .files import FileRefused, UserFiles
+from .gradients import RUN, TARGET, GradientCapture, pick_target
 from .limits import element_limit
 from .storage import RecordingStopped
 from .plan import Plan, PlannedNode
@@ -48,7 +49,8 @@ class RunOptions:
     run_id: str
     record: bool = True              # Record node outputs
     verbose: bool = False            # Verbose internals: __steps__ traces, no cache
-    gradients: bool = False          # Capture gradients: no cache
+    gradients: bool = False          # Capture gradients: a backward pass after the forward one, no cache
+    auto_loss: bool = False          # Auto-synthesize loss (only with gradients): the backward target when none is given
     seed: int | None = None          # Random seed: each node seeded from (seed, node id)
     deterministic: bool = False      # torch.use_deterministic_algorithms(True, warn_only=True)
     device: str = "cpu"
@@ -117,14 +119,16 @@ def node_seed(seed: int, node_id: str) -> int:
 # -- what a node sees of the engine ------------------------------------------------------
 
 class _Context:
-    def __init__(self, node: PlannedNode, options: RunOptions, device: torch.device, emit: Emit):
+    def __init__(self, node: PlannedNode, options: RunOptions, device: torch.device, emit: Emit,
+                 gradients: GradientCapture | None = None):
         self.node_id = node.id
         self.device = device
         self.seed = node_seed(options.seed, node.id) if options.seed is not None else None
         self.verbose = options.verbose
+        self.gradients = gradients is not None
         self.logs: list[str] = []
         self.steps: list[dict[str, Any]] = []
-        self._options, self._emit, self._node = options, emit, node
+        self._options, self._emit, self._node, self._gradients = options, emit, node, gradients
 
     def generator(self) -> torch.Generator:
         g = torch.Generator()
@@ -150,6 +154,12 @@ class _Context:
                                "scalars": dict(scalars or {})})
 
     def module(self, build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
+        module = self._module(build)
+        if self._gradients is not None:
+            self._gradients.built(self.node_id, module)
+        return module
+
+    def _module(self, build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
         opts = self._options
         if not (opts.persist_weights and opts.weights_scope):
             return build().to(self.device)
@@ -243,6 +253,7 @@ class _Runner:
         self.plan, self.options, self.device, self.emit = plan, options, device, emit
         self.captures, self.cancel, self.outcome = captures, cancel, outcome
         self.cache = None if options.verbose or options.gradients else cache
+        self.gradients = GradientCapture() if options.gradients else None
         self.results: dict[str, dict[str, Any]] = {}
         self.keys = cache_keys(plan, options, str(device)) if self.cache is not None else {}
         self.waiting = {i: set(n.after) for i, n in plan.nodes.items()}
@@ -282,13 +293,15 @@ class _Runner:
                 return self._finish(ev.RUN_FAILED, failure)
             if self.cancel.is_set() and len(self.results) < len(self.plan.nodes):
                 return self._finish(ev.RUN_STOPPED, "Execution cancelled")
+            if self.gradients is not None:
+                self._backward()
             return self._finish(ev.RUN_COMPLETED)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
     # A node in a worker thread: returns ("ok", outputs, ctx, seconds) or ("error", message, ctx, seconds).
     def _run_node(self, node: PlannedNode) -> tuple:
-        ctx = _Context(node, self.options, self.device, self.emit)
+        ctx = _Context(node, self.options, self.device, self.emit, self.gradients)
         started = time.perf_counter()
         try:
             inputs = self._inputs(node)
@@ -335,6 +348,8 @@ class _Runner:
             self.emit(ev.Event(ev.NODE_ERROR, self.options.run_id, node.id, error=payload, level="error"))
             shared = sum(other.label == node.label for other in self.plan.nodes.values()) > 1
             return f"{node.label} ({node.id}) failed: {payload}" if shared else f"{node.label} failed: {payload}"
+        if self.gradients is not None:
+            self.gradients.watch(payload)
         summary = _summaries(payload)
         self.outcome.nodes[node.id] = NodeResult("completed", summary=summary, seconds=seconds)
         self._done(node, payload)
@@ -360,13 +375,31 @@ class _Runner:
         return True
 
     def _capture(self, node_id: str, outputs: dict[str, Any], steps: list) -> None:
-        run_id = self.options.run_id
         ports = [(port, value) for port, value in outputs.items() if not port.startswith("__")]
         for port, value in ports + ([("__steps__", steps)] if steps else []):
-            try:
-                self.captures.put(run_id, node_id, port, value)
-            except RecordingStopped as stop:
-                _log(self.emit, self.outcome, run_id, None, recording_stopped(stop.kept_bytes), "warning")
+            self._keep(node_id, port, value)
+
+    def _keep(self, node_id: str, port: str, value: Any) -> None:
+        try:
+            self.captures.put(self.options.run_id, node_id, port, value)
+        except RecordingStopped as stop:
+            _log(self.emit, self.outcome, self.options.run_id, None, recording_stopped(stop.kept_bytes), "warning")
+
+    def _backward(self) -> None:
+        """Capture gradients, after the forward pass: one backward pass from the target, logged
+        by name, and its gradients kept. A failing backward is logged; the run still succeeds."""
+        target = pick_target(self.plan, self.results, self.options.auto_loss)
+        level = "info" if target.shown else "warning"
+        try:
+            self.gradients.backward(target)
+        except Exception as exc:
+            log.warning("backward pass failed\n%s", traceback.format_exc())
+            target.text, target.shown = f"Capture gradients: the backward pass failed: {_plain(exc)}", False
+            level = "warning"
+        _log(self.emit, self.outcome, self.options.run_id, None, target.text, level)
+        if self.captures is not None:
+            for node_id, port, value in self.gradients.kept(self.plan, self.results, target):
+                self._keep(node_id, port, value)
 
     def _done(self, node: PlannedNode, outputs: dict[str, Any]) -> None:
         self.results[node.id] = outputs
@@ -378,6 +411,9 @@ class _Runner:
                 heapq.heappush(self.ready, (self.order[other], other))
 
     def _finish(self, kind: str, error: str | None = None) -> RunOutcome:
+        if self.gradients is not None and kind != ev.RUN_COMPLETED and self.captures is not None:
+            self._keep(RUN, TARGET, {"ran": False, "shown": False,
+                                     "text": "Capture gradients: no backward pass ran: the run did not finish"})
         return _finish(self.plan, self.outcome, self.emit, kind, error)
 
 

@@ -89,7 +89,10 @@ class TensorInput(LibraryNode):
             tensor = torch.ones(shape, dtype=dtype)
         else:  # arange
             tensor = torch.arange(count).reshape(shape).to(dtype)
-        return {"tensor": tensor.to(ctx.device)}
+        tensor = tensor.to(ctx.device)
+        if ctx.gradients and tensor.is_floating_point():  # Capture gradients: its gradient is shown too
+            tensor.requires_grad_(True)
+        return {"tensor": tensor}
 
 
 @register
