@@ -510,7 +510,15 @@ class LayerGraph(nn.Module):
                 return MERGE_TYPES[type_key].apply(inputs, params)
             return self.layers[node_id](inputs[0])
         except (RuntimeError, ValueError, IndexError, TypeError) as exc:
-            raise ValueError(f"Layer '{node_id}' ({type_key}) {misfit(type_key, params, inputs) or _first_line(exc)}") from None
+            raise LayerMisfit(node_id, type_key, misfit(type_key, params, inputs) or f"failed: {_first_line(exc)}") from None
+
+
+class LayerMisfit(ValueError):
+    """A layer that cannot take what reaches it; the message names the layer."""
+
+    def __init__(self, layer_id: str, type_key: str, reason: str):
+        super().__init__(f"Layer '{layer_id}' ({type_key}) {reason}")
+        self.reason = f"{type_key} {reason}"   # what the Layers editor writes on the layer's row
 
 
 def misfit(type_key: str, params: dict[str, Any], inputs: list[torch.Tensor]) -> str | None:
@@ -532,8 +540,9 @@ def build(spec: Spec) -> LayerGraph:
 # -- shapes, for the Layers editor ----------------------------------------------------------
 
 def trace_shapes(spec: Spec, input_shapes: list[list[int]]) -> dict[str, list[int] | str]:
-    """The shape after each layer for inputs of these shapes, or why that layer fails; layers
-    after a failure are left out. Runs on the meta device: no numbers are computed."""
+    """The shape after each layer for inputs of these shapes, or why that layer fails ("Linear
+    expects 128 features, gets 392"); layers after a failure are left out, and "" holds a
+    problem of the whole graph. Runs on the meta device: no numbers are computed."""
     with torch.device("meta"):
         try:
             model = LayerGraph(spec)
@@ -547,8 +556,8 @@ def trace_shapes(spec: Spec, input_shapes: list[list[int]]) -> dict[str, list[in
                 continue
             try:
                 out = model._compute(step.id, step.type, step.params, [values[s] for s in step.sources])
-            except ValueError as exc:
-                found[step.id] = str(exc)
+            except LayerMisfit as exc:
+                found[step.id] = exc.reason
                 continue
             values[(step.id, None)] = out
             found[step.id] = list(out.shape)
