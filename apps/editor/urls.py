@@ -39,6 +39,7 @@ urlpatterns = [
     path("<int:tab_id>/nodes/<str:node_id>/layers/params", layers.layer_params, name="layer-params"),
     path("<int:tab_id>/nodes/<str:node_id>/layers/sample-shape", layers.sample_shape, name="layer-sample-shape"),
     path("<int:tab_id>/collapse", nodes.collapse, name="collapse"),
+    path("<int:tab_id>/model-from-layers", layers.model_from_selection, name="model-from-layers"),
     path("<int:tab_id>/nodes/<str:node_id>/expand", nodes.expand, name="expand"),
     path("<int:tab_id>/connect", edges.connect, name="connect"),
     path("<int:tab_id>/edges/<str:edge_id>/delete", edges.edge_delete, name="edge-delete"),

@@ -10,8 +10,8 @@ import copy
 import re
 from typing import Any
 
-from . import layers
-from .edits import EditError, find_node
+from . import document, layers
+from .edits import EditError, add_node, find_node, params_of
 from .nodes.base import ParamError, parse_int_list
 
 SAMPLE_SHAPE = "inputShape"   # in the node's data, beside its params: not part of the model
@@ -211,3 +211,79 @@ def _shape(text: Any) -> list[int]:
         raise EditError(f"'input shape' needs 1 to {MAX_SAMPLE_RANK} sizes, each from 1 to {MAX_SAMPLE_SIZE:,}, "
                         f"not {text!r}")
     return shape
+
+
+# -- layer nodes on the canvas as a model ---------------------------------------------------
+
+# Canvas layer nodes whose params are the layer's own (CodefyUI's import of canvas layers).
+SAME_LAYER = ("Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Dropout", "BatchNorm2d",
+              "Linear", "Flatten", "Embedding")
+ACTIVATION_LAYERS = {"relu": "ReLU", "sigmoid": "Sigmoid", "tanh": "Tanh", "leaky_relu": "LeakyReLU",
+                     "elu": "ELU", "gelu": "GELU", "silu": "SiLU", "mish": "Mish", "selu": "SELU",
+                     "softmax": "Softmax", "hardswish": "Hardswish", "prelu": "PReLU"}
+MERGE_NODES = ("Add", "Multiply", "Concat", "Stack")
+
+
+def as_layer(node: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A canvas node as (layer type, params) of a layer graph, or EditError saying why not."""
+    type_key, params, name = node["type"], params_of(node), f"{document.node_label(node)} ({node['id']})"
+    if type_key in SAME_LAYER or type_key in MERGE_NODES:
+        if type_key == "Add" and params.get("alpha") != 1:
+            raise EditError(f"{name} adds alpha × the second input; in a model Add uses alpha 1.")
+        declared = {p.name for p in layers.declared_params(type_key)}
+        return type_key, {k: v for k, v in params.items() if k in declared}
+    if type_key == "Activation":
+        return ACTIVATION_LAYERS[params["function"]], {}
+    if type_key == "AdaptiveAvgPool2d":
+        if params["output_height"] != params["output_width"]:
+            raise EditError(f"{name}: a model's AdaptiveAvgPool2d makes square maps; set output_height "
+                            "and output_width to the same size.")
+        return type_key, {"output_size": params["output_height"]}
+    if type_key == "LayerNorm":
+        sizes = _shape(params["normalized_shape"])
+        if len(sizes) != 1:
+            raise EditError(f"{name}: a model's LayerNorm normalises the last dimension; give one size.")
+        return type_key, {"normalized_shape": sizes[0], "eps": params["eps"]}
+    raise EditError(f"{name} is not a layer, so it cannot go into a model; select only layers "
+                    "(Conv2d, Linear, Activation, …) and the Add or Concat nodes that join them.")
+
+
+def model_from_nodes(doc: dict[str, Any], node_ids: set[str]) -> tuple[dict, str]:
+    """A SequentialModel made of the chosen canvas layers, placed beside them (they stay):
+    the edges between them become its layer graph, the layers fed from outside it read its
+    input (one input per such layer), and the last layer in computing order gives its
+    output, as CodefyUI imports canvas layers. Its weights start fresh."""
+    chosen = [n for n in doc["nodes"] if n["id"] in node_ids]
+    if not chosen:
+        raise EditError("Select the layer nodes to make a model of.")
+    converted = {n["id"]: as_layer(n) for n in chosen}
+    inner = [e for e in doc["edges"] if e["source"] in converted and e["target"] in converted
+             and not document.is_trigger(e)]
+    fed = {e["target"] for e in inner}
+    roots = [n["id"] for n in chosen if n["id"] not in fed]
+    ports = [{"id": f"p_x{i}" if i else "p_x", "name": f"x{i + 1}" if i else "x"} for i in range(len(roots))]
+    spec_nodes = [{"id": "in", "type": layers.INPUT, "ports": ports}]
+    spec_nodes += [{"id": _layer_id(i), "type": t, "params": p} for i, (t, p) in converted.items()]
+    spec_nodes.append({"id": "out", "type": layers.OUTPUT, "ports": [{"id": "p_y", "name": "y"}]})
+    position = {n["id"]: k for k, n in enumerate(chosen)}
+    edges = [{"id": f"e{k}", "source": "in", "sourceHandle": port["id"], "target": _layer_id(root)}
+             for k, (root, port) in enumerate(zip(roots, ports), 1)]
+    for e in sorted(inner, key=lambda e: (position[e["target"]], e["targetHandle"])):  # tensor_a before tensor_b
+        edges.append({"id": f"e{len(edges) + 1}", "source": _layer_id(e["source"]), "target": _layer_id(e["target"])})
+    spec = {"version": 2, "nodes": spec_nodes, "edges": edges}
+    try:  # the order the layers compute in, with the Output fed by the input for now
+        order = layers.parse({**spec, "edges": edges + [{"id": "last", "source": "in", "sourceHandle": "p_x",
+                                                        "target": "out", "targetHandle": "p_y"}]}).steps
+    except ParamError as exc:
+        raise EditError(f"These layers do not make a model: {exc}") from None
+    edges.append({"id": f"e{len(edges) + 1}", "source": order[-1].id, "target": "out", "targetHandle": "p_y"})
+    x = max(n["position"]["x"] for n in chosen) + 240
+    y = min(n["position"]["y"] for n in chosen)
+    doc, model_id = add_node(doc, "SequentialModel", x, y)
+    find_node(doc, model_id)["data"]["params"]["layers"] = layers.dumps(spec)
+    return doc, model_id
+
+
+def _layer_id(node_id: str) -> str:
+    """A canvas node id as a layer id (a layer id holds no dots; a block's inner ids hold "/")."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", node_id)

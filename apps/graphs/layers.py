@@ -153,7 +153,8 @@ _TRANSFORMER = (_int("d_model", 512, "Features per position"), _int("nhead", 8, 
                 _int("num_layers", 1, "Blocks stacked"),
                 _int("dim_feedforward", 2048, "Width of each block's feed-forward layer"))
 _POOL = (_int("kernel_size", 2, "Window width and height"),
-         _int("stride", 0, "Step between windows; 0: the kernel size", 0))
+         _int("stride", 0, "Step between windows; 0: the kernel size", 0),
+         _int("padding", 0, "Zeros added around the border", 0))
 _WIDTH = _last_dim("in_features", "features")
 
 LAYER_TYPES: dict[str, LayerType] = {t.name: t for t in (
@@ -161,9 +162,12 @@ LAYER_TYPES: dict[str, LayerType] = {t.name: t for t in (
               (_int("in_features", 512, "Numbers in each input row"),
                _int("out_features", 10, "Numbers in each output row"),
                Param("bias", "bool", True, "Learn a bias for each output")), _WIDTH),
-    LayerType("Embedding", "Linear", nn.Embedding,
+    LayerType("Embedding", "Linear",
+              lambda num_embeddings, embedding_dim, padding_idx: nn.Embedding(
+                  num_embeddings, embedding_dim, None if padding_idx < 0 else padding_idx),
               (_int("num_embeddings", 10000, "Vocabulary size"),
-               _int("embedding_dim", 256, "Length of each vector"))),
+               _int("embedding_dim", 256, "Length of each vector"),
+               _int("padding_idx", -1, "An id whose vector stays zero; -1: none", -1))),
     LayerType("Conv2d", "Convolution", nn.Conv2d, _CONV, _channels("in_channels", 3, "[batch, channels, height, width]")),
     LayerType("Conv1d", "Convolution", nn.Conv1d, _CONV, _channels("in_channels", 2, "[batch, channels, length]")),
     LayerType("ConvTranspose2d", "Convolution", nn.ConvTranspose2d,
@@ -186,8 +190,8 @@ LAYER_TYPES: dict[str, LayerType] = {t.name: t for t in (
     LayerType("InstanceNorm2d", "Normalization", nn.InstanceNorm2d,
               (_int("num_features", 32, "Channels of the input"), _eps(),
                Param("affine", "bool", False, "Learn a scale and shift per channel"))),
-    LayerType("MaxPool2d", "Pooling", lambda kernel_size, stride: nn.MaxPool2d(kernel_size, stride or None), _POOL),
-    LayerType("AvgPool2d", "Pooling", lambda kernel_size, stride: nn.AvgPool2d(kernel_size, stride or None), _POOL),
+    LayerType("MaxPool2d", "Pooling", lambda kernel_size, stride, padding: nn.MaxPool2d(kernel_size, stride or None, padding), _POOL),
+    LayerType("AvgPool2d", "Pooling", lambda kernel_size, stride, padding: nn.AvgPool2d(kernel_size, stride or None, padding), _POOL),
     LayerType("AdaptiveAvgPool2d", "Pooling", nn.AdaptiveAvgPool2d,
               (_int("output_size", 1, "Height and width of the result"),)),
     LayerType("Dropout", "Regularization", nn.Dropout,

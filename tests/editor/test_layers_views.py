@@ -107,3 +107,19 @@ def test_a_stranger_cannot_edit_my_layers(client, stranger, tab):
     client.force_login(stranger)
     assert client.post(f"/editor/{tab.pk}/nodes/model/layers/add", {"type": "ReLU"}).status_code == 404
     assert layer_ids(tab) == ["f", "l1"]
+
+
+def test_selected_canvas_layers_become_a_model_that_is_selected(student_client, student):
+    doc = document.normalise({"nodes": [
+        {"id": "fc", "type": "Linear", "data": {"params": {"in_features": 4, "out_features": 2}}},
+        {"id": "act", "type": "Activation", "data": {"params": {"function": "tanh"}}},
+        {"id": "show", "type": "Print"},
+    ], "edges": [{"id": "e", "source": "fc", "sourceHandle": "tensor", "target": "act", "targetHandle": "tensor"}]})
+    tab = Tab.objects.create(owner=student, title="canvas", document=doc)
+    response = student_client.post(f"/editor/{tab.pk}/model-from-layers", {"node": ["fc", "act"]})
+    assert response.url == f"/editor/{tab.pk}/?node=sequentialmodel-1"
+    tab.refresh_from_db()
+    model = next(n for n in tab.document["nodes"] if n["id"] == "sequentialmodel-1")
+    assert [s.type for s in layers.parse(model["data"]["params"]["layers"]).steps] == ["Linear", "Tanh"]
+    body = student_client.post(f"/editor/{tab.pk}/model-from-layers", {"node": ["fc", "show"]}, follow=True).content.decode()
+    assert "Print (show) is not a layer" in body

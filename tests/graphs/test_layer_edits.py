@@ -111,3 +111,40 @@ def test_an_unknown_layer_type_or_node_is_refused():
         layer_edits.add_layer(model_doc(*MLP), "m", "Bogus")
     with pytest.raises(EditError, match="There is no layer 'nope'"):
         layer_edits.remove_layer(model_doc(*MLP), "m", "nope")
+
+
+# -- layer nodes on the canvas as a model ---------------------------------------------------
+
+def canvas(*nodes, edges=()) -> dict:
+    return document.normalise({
+        "nodes": [{"id": i, "type": t, "position": {"x": 100 * k, "y": 50}, "data": {"params": p}}
+                  for k, (i, t, p) in enumerate(nodes)],
+        "edges": [{"id": f"c{k}", "source": a, "sourceHandle": "tensor", "target": b, "targetHandle": port}
+                  for k, (a, b, port) in enumerate(edges)]})
+
+
+def test_canvas_layers_become_a_sequential_model_beside_them():
+    doc = canvas(("conv", "Conv2d", {"in_channels": 1, "out_channels": 2}), ("act", "Activation", {"function": "relu"}),
+                 ("flat", "Flatten", {}), ("fc", "Linear", {"in_features": 50, "out_features": 3}),
+                 edges=[("conv", "act", "tensor"), ("act", "flat", "tensor"), ("flat", "fc", "tensor")])
+    doc, made = layer_edits.model_from_nodes(doc, {"conv", "act", "flat", "fc"})
+    model = next(n for n in doc["nodes"] if n["id"] == made)
+    assert model["type"] == "SequentialModel" and len(doc["nodes"]) == 5   # the layers stay
+    parsed = layers.parse(model["data"]["params"]["layers"])
+    assert [(s.id, s.type) for s in parsed.steps] == [("conv", "Conv2d"), ("act", "ReLU"), ("flat", "Flatten"), ("fc", "Linear")]
+    assert parsed.steps[0].params["padding"] == 1 and parsed.outputs == [("y", ("fc", None))]
+    assert layers.trace_shapes(parsed, [[1, 1, 5, 5]])["fc"] == [1, 3]
+
+
+def test_a_residual_join_on_the_canvas_becomes_a_merge():
+    doc = canvas(("a", "Linear", {"in_features": 4, "out_features": 4}), ("b", "Linear", {"in_features": 4, "out_features": 4}),
+                 ("sum", "Add", {}), edges=[("a", "b", "tensor"), ("a", "sum", "tensor_a"), ("b", "sum", "tensor_b")])
+    doc, made = layer_edits.model_from_nodes(doc, {"a", "b", "sum"})
+    parsed = layers.parse(next(n for n in doc["nodes"] if n["id"] == made)["data"]["params"]["layers"])
+    assert [s.sources for s in parsed.steps] == [[("in", "p_x")], [("a", None)], [("a", None), ("b", None)]]
+
+
+def test_a_node_that_is_not_a_layer_is_named():
+    doc = canvas(("fc", "Linear", {}), ("show", "Print", {}))
+    with pytest.raises(EditError, match=r"Print \(show\) is not a layer"):
+        layer_edits.model_from_nodes(doc, {"fc", "show"})

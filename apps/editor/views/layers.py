@@ -38,3 +38,10 @@ def layer_params(request: HttpRequest, tab_id: int, node_id: str) -> HttpRespons
 def sample_shape(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
     shape = request.POST.get("shape", "")
     return apply_edit(request, tab_id, lambda doc: layer_edits.set_sample_shape(doc, node_id, shape), node=node_id)
+
+
+@require_POST
+def model_from_selection(request: HttpRequest, tab_id: int) -> HttpResponse:
+    """Make model from layers: the selected layer nodes as a new SequentialModel (selected)."""
+    ids = set(request.POST.getlist("node"))
+    return apply_edit(request, tab_id, lambda doc: layer_edits.model_from_nodes(doc, ids), new="select")
