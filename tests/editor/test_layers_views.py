@@ -123,3 +123,11 @@ def test_selected_canvas_layers_become_a_model_that_is_selected(student_client, 
     assert [s.type for s in layers.parse(model["data"]["params"]["layers"]).steps] == ["Linear", "Tanh"]
     body = student_client.post(f"/editor/{tab.pk}/model-from-layers", {"node": ["fc", "show"]}, follow=True).content.decode()
     assert "Print (show) is not a layer" in body
+
+
+def test_a_run_builds_the_model_in_a_run_worker_and_records_it(student_client, tab, student, fresh_store):
+    from apps.runs import service
+    student_client.post(f"/editor/{tab.pk}/run", {"device": "follow"})
+    run = service.wait_for(Run.objects.get(owner=student).pk)
+    assert run.status == Run.Status.SUCCEEDED, run.log
+    assert isinstance(fresh_store.get(str(run.pk), "model", "model").value, layers.LayerGraph)
