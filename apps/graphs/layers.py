@@ -148,7 +148,8 @@ _RNN = (_int("input_size", 128, "Features per time step"),
         _int("hidden_size", 256, "Size of the memory vector"),
         _int("num_layers", 1, "Recurrent layers stacked"),
         Param("batch_first", "bool", False, "Input is [batch, time, features] (else [time, batch, features])"),
-        Param("bidirectional", "bool", False, "Also read the sequence backwards"))
+        Param("bidirectional", "bool", False, "Also read the sequence backwards"),
+        Param("dropout", "float", 0.0, "Dropout between stacked layers", min=0.0, max=1.0))
 _TRANSFORMER = (_int("d_model", 512, "Features per position"), _int("nhead", 8, "Attention heads"),
                 _int("num_layers", 1, "Blocks stacked"),
                 _int("dim_feedforward", 2048, "Width of each block's feed-forward layer"))
@@ -357,7 +358,7 @@ def parse(value: Any) -> Spec:
     entry, exit_ = boundary[INPUT][0], boundary[OUTPUT][0]
     inputs, outputs = _ports(entry), _ports(exit_)
 
-    steps = {i: _step(n) for i, n in nodes.items() if n not in (entry, exit_)}
+    steps = {i: _step(n) for i, n in nodes.items() if i not in (entry["id"], exit_["id"])}
     into_output: dict[str, list[tuple[str, str | None]]] = {port: [] for port, _ in outputs}
     used_inputs = set()
     for k, edge in enumerate(raw["edges"]):
@@ -504,11 +505,12 @@ class LayerGraph(nn.Module):
         values = {(self.input_id, port): x for (port, _), x in zip(self.input_ports, args)}
         for node_id, type_key, params, sources in self.steps:
             inputs = [values[(src, handle)] for src, handle in sources]
-            values[(node_id, None)] = self._compute(node_id, type_key, params, inputs)
+            values[(node_id, None)] = self.compute(node_id, type_key, params, inputs)
         results = {name: values[source] for name, source in self.output_ports}
         return next(iter(results.values())) if len(results) == 1 else results
 
-    def _compute(self, node_id: str, type_key: str, params: dict, inputs: list[torch.Tensor]) -> torch.Tensor:
+    def compute(self, node_id: str, type_key: str, params: dict, inputs: list[torch.Tensor]) -> torch.Tensor:
+        """One layer or merge on its inputs (the Layers editor traces shapes with it too)."""
         try:
             if type_key in MERGE_TYPES:
                 return MERGE_TYPES[type_key].apply(inputs, params)
@@ -537,10 +539,6 @@ def misfit(type_key: str, params: dict[str, Any], inputs: list[torch.Tensor]) ->
         return None
 
 
-def build(spec: Spec) -> LayerGraph:
-    return LayerGraph(spec)
-
-
 # -- shapes, for the Layers editor ----------------------------------------------------------
 
 def trace_shapes(spec: Spec, input_shapes: list[list[int]]) -> dict[str, list[int] | str]:
@@ -559,7 +557,7 @@ def trace_shapes(spec: Spec, input_shapes: list[list[int]]) -> dict[str, list[in
             if any(source not in values for source in step.sources):
                 continue
             try:
-                out = model._compute(step.id, step.type, step.params, [values[s] for s in step.sources])
+                out = model.compute(step.id, step.type, step.params, [values[s] for s in step.sources])
             except LayerMisfit as exc:
                 found[step.id] = exc.reason
                 continue

@@ -91,7 +91,7 @@ def test_a_stale_form_is_refused_and_nothing_is_lost(student_client, tab):
 
 
 def test_the_shapes_follow_the_input_the_model_received_in_the_run(student_client, tab, student, fresh_store):
-    model = layers.build(layers.parse(MLP))
+    model = layers.LayerGraph(layers.parse(MLP))
     model(torch.zeros(8, 2, 8, 8))
     run = Run.objects.create(owner=student, graph_name="model", status=Run.Status.SUCCEEDED,
                              nodes={"model": {"status": "completed"}})
