@@ -252,13 +252,18 @@ def model_from_nodes(doc: dict[str, Any], node_ids: set[str]) -> tuple[dict, str
     """A SequentialModel made of the chosen canvas layers, placed beside them (they stay):
     the edges between them become its layer graph, the layers fed from outside it read its
     input (one input per such layer), and the last layer in computing order gives its
-    output, as CodefyUI imports canvas layers. Its weights start fresh."""
+    output, as CodefyUI imports canvas layers. Layers not wired to each other at all go in a
+    row, left to right as the canvas shows them. Its weights start fresh."""
     chosen = [n for n in doc["nodes"] if n["id"] in node_ids]
     if not chosen:
         raise EditError("Select the layer nodes to make a model of.")
     converted = {n["id"]: as_layer(n) for n in chosen}
     inner = [e for e in doc["edges"] if e["source"] in converted and e["target"] in converted
              and not document.is_trigger(e)]
+    if not inner:
+        row = sorted(chosen, key=lambda n: (n["position"]["x"], n["position"]["y"]))
+        spec = layers.chain_of([(_layer_id(n["id"]), *converted[n["id"]]) for n in row])
+        return _add_model(doc, chosen, spec)
     fed = {e["target"] for e in inner}
     roots = [n["id"] for n in chosen if n["id"] not in fed]
     ports = [{"id": f"p_x{i}" if i else "p_x", "name": f"x{i + 1}" if i else "x"} for i in range(len(roots))]
@@ -277,8 +282,12 @@ def model_from_nodes(doc: dict[str, Any], node_ids: set[str]) -> tuple[dict, str
     except ParamError as exc:
         raise EditError(f"These layers do not make a model: {exc}") from None
     edges.append({"id": f"e{len(edges) + 1}", "source": order[-1].id, "target": "out", "targetHandle": "p_y"})
-    x = max(n["position"]["x"] for n in chosen) + 240
-    y = min(n["position"]["y"] for n in chosen)
+    return _add_model(doc, chosen, spec)
+
+
+def _add_model(doc: dict[str, Any], beside: list[dict[str, Any]], spec: dict[str, Any]) -> tuple[dict, str]:
+    x = max(n["position"]["x"] for n in beside) + 240
+    y = min(n["position"]["y"] for n in beside)
     doc, model_id = add_node(doc, "SequentialModel", x, y)
     find_node(doc, model_id)["data"]["params"]["layers"] = layers.dumps(spec)
     return doc, model_id

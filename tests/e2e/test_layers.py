@@ -5,6 +5,7 @@ With CODEFYUI_SCREENS=<folder> each step leaves a screenshot there."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,8 @@ class LayersEditor(Inspecting):
         if SCREENS:
             Path(SCREENS).mkdir(parents=True, exist_ok=True)
             # caret="initial": hiding the caret would inject a style the CSP refuses
-            self.page.screenshot(path=f"{SCREENS}/{self.page.screen_name}-layers-{name}.png", caret="initial")
+            screen = getattr(self.page, "screen_name", "1920x1200-nojs")
+            self.page.screenshot(path=f"{SCREENS}/{screen}-layers-{name}.png", caret="initial")
 
 
 def test_add_a_layer_and_see_the_shape_after_it(screen_page):
@@ -65,3 +67,26 @@ def test_add_a_layer_and_see_the_shape_after_it(screen_page):
     editor.post(details.get_by_role("button", name="Remove p2", exact=True))
     expect(details.get_by_text("Linear expects 3136 features, gets 12544")).to_be_visible()
     editor.shot("misfit")
+
+
+def test_make_a_model_from_layers_on_the_canvas_without_javascript(nojs_page):
+    """Select → tick the canvas layers → Make model from layers: a SequentialModel with those
+    layers appears, selected, and its Layers tab lists them."""
+    page = nojs_page
+    editor = LayersEditor(page, js=False)
+    editor.new_blank_graph()
+    editor.add_node("Linear")
+    editor.add_node("Activation")
+    # FALLBACK: a <summary> has no ARIA role Playwright can match; located in its named group.
+    page.get_by_role("group", name="Select", exact=True).locator("summary").click()
+    form = page.get_by_role("form", name="Select nodes")
+    form.get_by_role("checkbox", name=re.compile(r"^Linear\b")).check()
+    form.get_by_role("checkbox", name=re.compile(r"^Activation\b")).check()
+    editor.shot("select")
+    editor.click(form.get_by_role("button", name="Make model from layers", exact=True))
+    panel = editor.panel("SequentialModel")
+    expect(panel).to_be_visible()
+    editor.click(panel.get_by_role("link", name="Open details", exact=True))
+    expect(editor.details.get_by_role("button", name="Remove linear-1", exact=True)).to_be_visible()
+    expect(editor.details.get_by_role("button", name="Remove activation-1", exact=True)).to_be_visible()
+    editor.shot("from-canvas")

@@ -148,3 +148,11 @@ def test_a_node_that_is_not_a_layer_is_named():
     doc = canvas(("fc", "Linear", {}), ("show", "Print", {}))
     with pytest.raises(EditError, match=r"Print \(show\) is not a layer"):
         layer_edits.model_from_nodes(doc, {"fc", "show"})
+
+
+def test_unwired_canvas_layers_go_in_a_row_left_to_right():
+    doc = canvas(("fc", "Linear", {"in_features": 4, "out_features": 2}), ("act", "Activation", {"function": "tanh"}))
+    doc["nodes"][0]["position"]["x"] = 500
+    doc, made = layer_edits.model_from_nodes(doc, {"fc", "act"})
+    parsed = layers.parse(next(n for n in doc["nodes"] if n["id"] == made)["data"]["params"]["layers"])
+    assert [s.id for s in parsed.steps] == ["act", "fc"]
