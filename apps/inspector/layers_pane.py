@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.graphs import document, edits, layer_edits, layers
-from apps.graphs.nodes.base import Param, ParamError
+from apps.graphs.nodes.base import ParamError
 
 from .panel import Inspection
 from .values import shape_text
@@ -37,17 +37,21 @@ def layers_view(ins: Inspection) -> dict[str, Any]:
         spec, problem = layers.parse(raw), ""
     except ParamError as exc:
         spec, problem = None, str(exc)
-    seen = received_shapes(ins)
-    sample = layer_edits.sample_shape(node)
-    shapes, source = (seen, LAST_RUN) if seen else (([sample], SAMPLE) if sample else (None, ""))
+    seen, sample = received_shapes(ins), layer_edits.sample_shape(node)
+    if seen:
+        shapes, source = seen, LAST_RUN
+    elif sample:
+        shapes, source = [sample], SAMPLE
+    else:
+        shapes, source = [], ""
     traced = layers.trace_shapes(spec, shapes) if spec and shapes and len(shapes) == len(spec.inputs) else {}
     rows = _rows(raw, spec, traced)
     return {
         "rows": rows, "problem": problem or traced.get("", ""),
-        "inputs": list(zip([name for _, name in spec.inputs], map(shape_text, shapes))) if spec and traced else [],
-        "source": source,
-        "sample": ", ".join(map(str, sample or (seen[0] if seen else []))),
-        "types": _types(), "after": [("in", "the input")] + [(r.id, f"{r.id} ({r.type})") for r in rows],
+        "inputs": [(name, shape_text(shape)) for (_, name), shape in zip(spec.inputs, shapes)] if traced else [],
+        "source": source, "sample": ", ".join(map(str, sample or (seen[0] if seen else []))),
+        "types": _types(),
+        "after": ([(spec.input_id, "the input")] if spec else []) + [(r.id, f"{r.id} ({r.type})") for r in rows],
         "last": layer_edits.last_layer(raw) if spec else "",
     }
 
@@ -114,4 +118,4 @@ def _types() -> list[tuple[str, list[str]]]:
 
 
 def has_layers(cls) -> bool:
-    return cls is not None and any(isinstance(p, Param) and p.kind == "layers" for p in cls.params)
+    return cls is not None and any(p.kind == "layers" for p in cls.params)
