@@ -1,7 +1,7 @@
 """The editor's routes, named in the ``editor`` namespace (``editor:run``)."""
 from django.urls import path
 
-from .views import details, edges, files, inspector, nodes, page, runs, segments, settings, stylesheet, tabs
+from .views import details, edges, files, inspector, layers, nodes, page, runs, segments, settings, stylesheet, tabs
 
 app_name = "editor"
 
@@ -37,7 +37,13 @@ urlpatterns = [
     path("<int:tab_id>/nodes/<str:node_id>/grid", nodes.node_grid, name="node-grid"),
     path("<int:tab_id>/nodes/<str:node_id>/move", nodes.node_move, name="node-move"),
     path("<int:tab_id>/nodes/<str:node_id>/rename", nodes.node_rename, name="node-rename"),
+    path("<int:tab_id>/nodes/<str:node_id>/layers/add", layers.layer_add, name="layer-add"),
+    path("<int:tab_id>/nodes/<str:node_id>/layers/remove", layers.layer_remove, name="layer-remove"),
+    path("<int:tab_id>/nodes/<str:node_id>/layers/move", layers.layer_move, name="layer-move"),
+    path("<int:tab_id>/nodes/<str:node_id>/layers/params", layers.layer_params, name="layer-params"),
+    path("<int:tab_id>/nodes/<str:node_id>/layers/sample-shape", layers.sample_shape, name="layer-sample-shape"),
     path("<int:tab_id>/collapse", nodes.collapse, name="collapse"),
+    path("<int:tab_id>/model-from-layers", layers.model_from_selection, name="model-from-layers"),
     path("<int:tab_id>/nodes/<str:node_id>/expand", nodes.expand, name="expand"),
     path("<int:tab_id>/connect", edges.connect, name="connect"),
     path("<int:tab_id>/edges/<str:edge_id>/delete", edges.edge_delete, name="edge-delete"),

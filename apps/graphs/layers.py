@@ -148,12 +148,14 @@ _RNN = (_int("input_size", 128, "Features per time step"),
         _int("hidden_size", 256, "Size of the memory vector"),
         _int("num_layers", 1, "Recurrent layers stacked"),
         Param("batch_first", "bool", False, "Input is [batch, time, features] (else [time, batch, features])"),
-        Param("bidirectional", "bool", False, "Also read the sequence backwards"))
+        Param("bidirectional", "bool", False, "Also read the sequence backwards"),
+        Param("dropout", "float", 0.0, "Dropout between stacked layers", min=0.0, max=1.0))
 _TRANSFORMER = (_int("d_model", 512, "Features per position"), _int("nhead", 8, "Attention heads"),
                 _int("num_layers", 1, "Blocks stacked"),
                 _int("dim_feedforward", 2048, "Width of each block's feed-forward layer"))
 _POOL = (_int("kernel_size", 2, "Window width and height"),
-         _int("stride", 0, "Step between windows; 0: the kernel size", 0))
+         _int("stride", 0, "Step between windows; 0: the kernel size", 0),
+         _int("padding", 0, "Zeros added around the border", 0))
 _WIDTH = _last_dim("in_features", "features")
 
 LAYER_TYPES: dict[str, LayerType] = {t.name: t for t in (
@@ -161,9 +163,12 @@ LAYER_TYPES: dict[str, LayerType] = {t.name: t for t in (
               (_int("in_features", 512, "Numbers in each input row"),
                _int("out_features", 10, "Numbers in each output row"),
                Param("bias", "bool", True, "Learn a bias for each output")), _WIDTH),
-    LayerType("Embedding", "Linear", nn.Embedding,
+    LayerType("Embedding", "Linear",
+              lambda num_embeddings, embedding_dim, padding_idx: nn.Embedding(
+                  num_embeddings, embedding_dim, None if padding_idx < 0 else padding_idx),
               (_int("num_embeddings", 10000, "Vocabulary size"),
-               _int("embedding_dim", 256, "Length of each vector"))),
+               _int("embedding_dim", 256, "Length of each vector"),
+               _int("padding_idx", -1, "An id whose vector stays zero; -1: none", -1))),
     LayerType("Conv2d", "Convolution", nn.Conv2d, _CONV, _channels("in_channels", 3, "[batch, channels, height, width]")),
     LayerType("Conv1d", "Convolution", nn.Conv1d, _CONV, _channels("in_channels", 2, "[batch, channels, length]")),
     LayerType("ConvTranspose2d", "Convolution", nn.ConvTranspose2d,
@@ -186,8 +191,8 @@ LAYER_TYPES: dict[str, LayerType] = {t.name: t for t in (
     LayerType("InstanceNorm2d", "Normalization", nn.InstanceNorm2d,
               (_int("num_features", 32, "Channels of the input"), _eps(),
                Param("affine", "bool", False, "Learn a scale and shift per channel"))),
-    LayerType("MaxPool2d", "Pooling", lambda kernel_size, stride: nn.MaxPool2d(kernel_size, stride or None), _POOL),
-    LayerType("AvgPool2d", "Pooling", lambda kernel_size, stride: nn.AvgPool2d(kernel_size, stride or None), _POOL),
+    LayerType("MaxPool2d", "Pooling", lambda kernel_size, stride, padding: nn.MaxPool2d(kernel_size, stride or None, padding), _POOL),
+    LayerType("AvgPool2d", "Pooling", lambda kernel_size, stride, padding: nn.AvgPool2d(kernel_size, stride or None, padding), _POOL),
     LayerType("AdaptiveAvgPool2d", "Pooling", nn.AdaptiveAvgPool2d,
               (_int("output_size", 1, "Height and width of the result"),)),
     LayerType("Dropout", "Regularization", nn.Dropout,
@@ -353,7 +358,7 @@ def parse(value: Any) -> Spec:
     entry, exit_ = boundary[INPUT][0], boundary[OUTPUT][0]
     inputs, outputs = _ports(entry), _ports(exit_)
 
-    steps = {i: _step(n) for i, n in nodes.items() if n not in (entry, exit_)}
+    steps = {i: _step(n) for i, n in nodes.items() if i not in (entry["id"], exit_["id"])}
     into_output: dict[str, list[tuple[str, str | None]]] = {port: [] for port, _ in outputs}
     used_inputs = set()
     for k, edge in enumerate(raw["edges"]):
@@ -500,17 +505,26 @@ class LayerGraph(nn.Module):
         values = {(self.input_id, port): x for (port, _), x in zip(self.input_ports, args)}
         for node_id, type_key, params, sources in self.steps:
             inputs = [values[(src, handle)] for src, handle in sources]
-            values[(node_id, None)] = self._compute(node_id, type_key, params, inputs)
+            values[(node_id, None)] = self.compute(node_id, type_key, params, inputs)
         results = {name: values[source] for name, source in self.output_ports}
         return next(iter(results.values())) if len(results) == 1 else results
 
-    def _compute(self, node_id: str, type_key: str, params: dict, inputs: list[torch.Tensor]) -> torch.Tensor:
+    def compute(self, node_id: str, type_key: str, params: dict, inputs: list[torch.Tensor]) -> torch.Tensor:
+        """One layer or merge on its inputs (the Layers editor traces shapes with it too)."""
         try:
             if type_key in MERGE_TYPES:
                 return MERGE_TYPES[type_key].apply(inputs, params)
             return self.layers[node_id](inputs[0])
         except (RuntimeError, ValueError, IndexError, TypeError) as exc:
-            raise ValueError(f"Layer '{node_id}' ({type_key}) {misfit(type_key, params, inputs) or _first_line(exc)}") from None
+            raise LayerMisfit(node_id, type_key, misfit(type_key, params, inputs) or f"failed: {_first_line(exc)}") from None
+
+
+class LayerMisfit(ValueError):
+    """A layer that cannot take what reaches it; the message names the layer."""
+
+    def __init__(self, layer_id: str, type_key: str, reason: str):
+        super().__init__(f"Layer '{layer_id}' ({type_key}) {reason}")
+        self.reason = f"{type_key} {reason}"   # what the Layers editor writes on the layer's row
 
 
 def misfit(type_key: str, params: dict[str, Any], inputs: list[torch.Tensor]) -> str | None:
@@ -525,15 +539,12 @@ def misfit(type_key: str, params: dict[str, Any], inputs: list[torch.Tensor]) ->
         return None
 
 
-def build(spec: Spec) -> LayerGraph:
-    return LayerGraph(spec)
-
-
 # -- shapes, for the Layers editor ----------------------------------------------------------
 
 def trace_shapes(spec: Spec, input_shapes: list[list[int]]) -> dict[str, list[int] | str]:
-    """The shape after each layer for inputs of these shapes, or why that layer fails; layers
-    after a failure are left out. Runs on the meta device: no numbers are computed."""
+    """The shape after each layer for inputs of these shapes, or why that layer fails ("Linear
+    expects 128 features, gets 392"); layers after a failure are left out, and "" holds a
+    problem of the whole graph. Runs on the meta device: no numbers are computed."""
     with torch.device("meta"):
         try:
             model = LayerGraph(spec)
@@ -546,9 +557,9 @@ def trace_shapes(spec: Spec, input_shapes: list[list[int]]) -> dict[str, list[in
             if any(source not in values for source in step.sources):
                 continue
             try:
-                out = model._compute(step.id, step.type, step.params, [values[s] for s in step.sources])
-            except ValueError as exc:
-                found[step.id] = str(exc)
+                out = model.compute(step.id, step.type, step.params, [values[s] for s in step.sources])
+            except LayerMisfit as exc:
+                found[step.id] = exc.reason
                 continue
             values[(step.id, None)] = out
             found[step.id] = list(out.shape)

@@ -7,6 +7,7 @@ from typing import Any
 
 from apps.graphs import edits, subgraphs
 
+from .layers_pane import has_layers, layers_view
 from .panel import TABS, Inspection, InspectorTab, forward_rows
 from .stats_pane import stats_rows_for
 
@@ -25,6 +26,17 @@ class Subgraph(DetailsPane):
 
     def context(self, ins: Inspection) -> dict[str, Any]:
         return {"boundary": subgraphs.definition(edits.find_node(ins.doc, ins.node_id))}
+
+
+class Layers(DetailsPane):
+    """A SequentialModel's layers: the Layers editor."""
+    slug, title, template = "layers", "Layers", "inspector/_layers.html"
+
+    def applies(self, cls, has_run):
+        return has_layers(cls)
+
+    def context(self, ins):
+        return layers_view(ins)
 
 
 class Inputs(DetailsPane):
@@ -70,8 +82,8 @@ class Docs(DetailsPane):
         return {"cls": cls, "outputs": cls.output_ports(edits.params_of(node)) if cls else []}
 
 
-PANES: tuple[DetailsPane, ...] = (Subgraph(), Inputs(), Outputs(), AfterRun(TABS["steps"]), AfterRun(TABS["backward"]),
-                                  Stats(), Docs())
+PANES: tuple[DetailsPane, ...] = (Subgraph(), Layers(), Inputs(), Outputs(), AfterRun(TABS["steps"]),
+                                  AfterRun(TABS["backward"]), Stats(), Docs())
 
 
 def panes_for(cls, has_run: bool) -> list[DetailsPane]:

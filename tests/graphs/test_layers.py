@@ -216,7 +216,7 @@ def test_shapes_after_each_layer_are_traced_without_computing():
 def test_a_shape_that_does_not_fit_is_named_and_stops_the_trace():
     spec = layers.chain_of([("c", "Conv2d", {"in_channels": 3}), ("f", "Flatten", {})])
     shapes = layers.trace_shapes(layers.parse(spec), [[1, 1, 8, 8]])
-    assert shapes == {"c": "Layer 'c' (Conv2d) expects 3 channels, gets 1"}
+    assert shapes == {"c": "Conv2d expects 3 channels, gets 1"}
 
 
 # -- CodefyUI's own files -------------------------------------------------------------------

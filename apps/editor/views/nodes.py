@@ -9,7 +9,7 @@ from apps.graphs import edits, subgraphs
 
 from ..prefs import Prefs
 from ..state import PageState
-from .page import apply_edit, posted_number
+from .page import apply_edit, posted_number, posted_params
 
 
 @require_POST
@@ -27,9 +27,7 @@ def node_add(request: HttpRequest, tab_id: int) -> HttpResponse:
 
 @require_POST
 def node_params(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
-    fields = {k: v for k, v in request.POST.items() if not k.startswith("_") and k != "csrfmiddlewaretoken"}
-    for name in request.POST.getlist("_bools"):  # unchecked boxes send nothing
-        fields.setdefault(name, "false")
+    fields = posted_params(request)
     return apply_edit(request, tab_id, lambda doc: edits.set_params(doc, node_id, fields), node=node_id)
 
 

@@ -80,6 +80,14 @@ def apply_edit(request: HttpRequest, tab_id: int, change, new: str = "", **state
     return back(request, tab, **state)
 
 
+def posted_params(request: HttpRequest, *skip: str) -> dict[str, str]:
+    """A params form's fields as posted (an unchecked box sends nothing, so it is false)."""
+    fields = {k: v for k, v in request.POST.items() if not k.startswith("_") and k not in ("csrfmiddlewaretoken", *skip)}
+    for name in request.POST.getlist("_bools"):
+        fields.setdefault(name, "false")
+    return fields
+
+
 def posted_number(request: HttpRequest, name: str, default: float = 0.0) -> float:
     try:
         return float(request.POST.get(name, default))

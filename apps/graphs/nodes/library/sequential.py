@@ -62,7 +62,7 @@ class SequentialModel(LibraryNode):
             raise NodeError(f"SequentialModel: {exc}") from None
         largest = max(counts, key=counts.get, default=None)
         model = build_layer(ctx, counts.get(largest, 0), f"Layer '{largest}' of SequentialModel",
-                            lambda: layers.build(spec))
+                            lambda: layers.LayerGraph(spec))
         total = sum(p.numel() for p in model.parameters())
         ctx.log(f"SequentialModel: {len(spec.steps)} layers, {total:,} weights")
         return {"model": model}
