@@ -1,7 +1,7 @@
 """The editor's routes, named in the ``editor`` namespace (``editor:run``)."""
 from django.urls import path
 
-from .views import details, edges, inspector, nodes, page, runs, segments, settings, stylesheet, tabs
+from .views import details, edges, inspector, nodes, packs, page, runs, segments, settings, stylesheet, tabs
 
 app_name = "editor"
 
@@ -14,6 +14,10 @@ urlpatterns = [
     path("tabs/example", tabs.tab_example, name="tab-example"),
     path("tabs/import", tabs.tab_import, name="tab-import"),
     path("workspace/export", tabs.workspace_export, name="workspace-export"),
+    path("packs/", packs.package_center, name="package-center"),
+    path("packs/switch", packs.pack_switch, name="pack-switch"),
+    path("packs/example", packs.pack_example, name="pack-example"),
+    path("plugins/", packs.plugin_center, name="plugin-center"),
     path("runs/<uuid:run_id>/stop", runs.run_stop, name="run-stop"),
     path("runs/<uuid:run_id>/delete", runs.run_delete, name="run-delete"),
     path("runs/<uuid:run_id>/open", runs.run_open, name="run-open"),

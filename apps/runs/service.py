@@ -20,6 +20,7 @@ from django.db import close_old_connections, transaction
 from django.utils import timezone
 
 from apps.graphs.document import run_settings, seed_value
+from apps.graphs.models import PackSwitch
 from codefyui import conf
 
 from . import engine, workers
@@ -78,8 +79,9 @@ def run_options(doc: dict[str, Any], overrides: dict[str, Any] | None = None) ->
 
 
 def plan(doc: dict[str, Any]) -> engine.Plan:
+    """The run's plan, or RunRefused saying why (a pack the administrator switched off included)."""
     try:
-        return engine.plan_run(doc)
+        return engine.plan_run(doc, PackSwitch.enabled_packs())
     except engine.DraftGraph as exc:
         raise RunRefused([str(exc)]) from None
     except engine.InvalidGraph as exc:

@@ -3,6 +3,8 @@ from pathlib import Path
 
 from apps.graphs.nodes.packs import Pack
 
+from . import formulas
+
 PACK = Pack(
     name="foundations",
     title="Foundations",
@@ -10,4 +12,6 @@ PACK = Pack(
     description="Classical machine learning, step by step: column statistics, k-nearest neighbours, linear and logistic regression, a feed-forward layer and token embeddings.",
     nodes=(),
     examples=Path(__file__).parent / "examples",
+    panel="foundations/formula_sheet.html",  # a plugin: the formula sheet docks in the Inspector's column
+    panel_context=formulas.panel_context,
 )
