@@ -110,24 +110,28 @@ class MissingPack:
     """A pack a graph needs that this server does not offer now, and what an administrator does."""
 
     name: str
-    installed: bool                        # installed but switched off, or not installed at all
+    installed: bool                        # installed (but off, or without the node), or not at all
+    node: str = ""                         # set when the installed version has no such node
 
     @property
     def state(self) -> str:
-        return "disabled on this server" if self.installed else "not installed on this server"
+        if not self.installed:
+            return "not installed on this server"
+        return f"installed here without the node {self.node}" if self.node else "disabled on this server"
 
     @property
     def remedy(self) -> str:
-        if self.installed:
+        if self.installed and not self.node:
             return ("An administrator enables it in Settings → Optional Packs & Plugins → Package Center "
                     "(or in the Django admin).")
-        return ("An administrator installs it into the server's Python environment (pip install with the "
-                "pack's wheel file) and restarts the server.")
+        return (f"An administrator installs {'a version of it that has that node' if self.node else 'it'} into "
+                "the server's Python environment (pip install with the pack's wheel file) and restarts the server.")
 
     @property
     def short(self) -> str:
         """What a node's card says."""
-        return f"Needs pack {self.name} ({'disabled' if self.installed else 'not installed'})"
+        why = "another version" if self.node else "disabled" if self.installed else "not installed"
+        return f"Needs pack {self.name} ({why})"
 
     def message(self) -> str:
         return f"This graph uses nodes of the pack '{self.name}', which is {self.state}. {self.remedy}"
@@ -135,19 +139,21 @@ class MissingPack:
 
 def missing_pack(type_key: str, enabled: Collection[str] | None = None) -> MissingPack | None:
     """The pack a node type needs that this server does not offer: the namespace of a key
-    whose pack is not installed, or is installed but not in ``enabled`` (None: every
-    installed pack is on). None for a built-in node and for one whose pack is there. A bare
-    name that resolves to a pack's node (``Edu-KNN``) needs that pack."""
+    whose pack is not installed, is installed without that node, or is installed but not in
+    ``enabled`` (None: every installed pack is on). None for a built-in node and for one
+    whose pack is there. A bare name that resolves to a pack's node (``Edu-KNN``) needs that pack."""
     cls = resolve(type_key)
     name = pack_name(cls.type if cls else type_key)
     if name is None:
         return None
     if name not in installed():
-        return None if cls else MissingPack(name, installed=False)  # a node registered by hand (tests)
+        return None if cls else MissingPack(name, installed=False)  # with a class: registered by hand (tests)
+    if cls is None:
+        return MissingPack(name, installed=True, node=type_key.split(":", 1)[1])
     return None if enabled is None or name in enabled else MissingPack(name, installed=True)
 
 
 def missing_packs(type_keys: Collection[str], enabled: Collection[str] | None = None) -> list[MissingPack]:
-    """Each pack these node types need that is missing, once, by name."""
-    found = {m.name: m for key in type_keys if (m := missing_pack(key, enabled))}
-    return [found[name] for name in sorted(found)]
+    """Each pack these node types need that is missing, once per pack (and node it lacks)."""
+    found = {(m.name, m.node): m for key in type_keys if (m := missing_pack(key, enabled))}
+    return [found[k] for k in sorted(found)]
