@@ -1,0 +1,73 @@
+"""A plugin panel in the browser, with and without JavaScript, at 1366x768 and 1920x1080:
+docked from the Plugin Center it brings the right-hand column (IN1), shares it with the
+selected node, undocks to float over the canvas, docks again and closes. The Package Center
+and the Plugin Center open from Settings (SP7). With CODEFYUI_SCREENS=<folder> each step
+leaves a screenshot there."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.test_screen import Screen
+
+pytestmark = pytest.mark.e2e
+
+
+def open_center(screen: Screen, name: str) -> None:
+    page = screen.page
+    page.get_by_text("Settings", exact=True).click()
+    with page.expect_navigation(wait_until="load"):
+        page.get_by_role("link", name=name, exact=True).click()
+    expect(page.get_by_role("heading", name=name, level=1)).to_be_visible()
+
+
+def test_package_center_opens_from_settings_with_the_installed_packs(screen_page):
+    """SP7: the Package Center row opens the center, which lists the installed packs."""
+    page, js = screen_page
+    screen = Screen(page, js)
+    screen.open_example()
+    open_center(screen, "Package Center")
+    for name in ("foundations", "deep", "edu", "rl"):
+        expect(page.get_by_role("heading", name=re.compile(rf"\b{name} · version "), level=2)).to_be_visible()
+    expect(page.get_by_role("heading", name="Installing a pack")).to_be_visible()
+    screen.shot("package-center")
+
+
+def test_a_docked_plugin_panel_brings_the_column_undocks_and_closes(screen_page):
+    """IN1: the right-hand column appears when a plugin panel is docked there."""
+    page, js = screen_page
+    screen = Screen(page, js)
+    screen.open_example()
+    plugin = page.get_by_role("complementary", name="Plugin Foundations")
+    expect(plugin).to_have_count(0)
+    expect(page.locator(".workbench.with-side")).to_have_count(0)
+
+    open_center(screen, "Plugin Center")
+    screen.shot("plugin-center")
+    with page.expect_navigation(wait_until="load"):
+        page.get_by_role("button", name="Dock Foundations panel in the Inspector").click()
+    expect(plugin).to_be_visible()
+    expect(page.locator(".workbench.with-side .side-stack")).to_be_visible()  # the column, for the panel alone
+    expect(plugin).to_contain_text("Select a node to see its formulas.")
+    screen.fits()
+    screen.shot("panel-docked")
+
+    screen.select_node("Softmax")
+    expect(screen.panel("Softmax")).to_be_visible()
+    expect(plugin).to_be_visible()
+    screen.reachable(plugin.get_by_role("button", name="Undock"))
+    screen.shot("panel-docked-with-node")
+
+    screen.use(plugin.get_by_role("button", name="Undock"))
+    expect(plugin).to_have_class(re.compile(r"\bfloating\b"))
+    expect(screen.panel("Softmax")).to_be_visible()
+    screen.reachable(plugin.get_by_role("button", name="Dock", exact=True))
+    screen.shot("panel-floating")
+
+    screen.use(plugin.get_by_role("button", name="Dock", exact=True))
+    expect(plugin).not_to_have_class(re.compile(r"\bfloating\b"))
+    screen.use(plugin.get_by_role("button", name="Close the Foundations panel"))
+    expect(plugin).to_have_count(0)
+    expect(screen.panel("Softmax")).to_be_visible()
