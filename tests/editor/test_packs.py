@@ -228,3 +228,17 @@ def test_the_formula_sheet_typesets_the_selected_edu_nodes_steps():
     for step in ("input", "col_sum", "means", "deviations", "stds", "range"):
         assert f"<dt>{step}</dt>" in html
     assert html.count("<math") >= 6 and "$" not in html
+
+
+@pytest.mark.parametrize("query", ["?node=d&view=forward", "?node=d&view=steps", "?node=d&view=backward", "?node=x&view=forward"])
+def test_the_inspector_of_a_placeholder_and_its_neighbours_answers(student_client, student, query):
+    tab = tab_with(student, "vision:Edu-Blur")
+    assert student_client.get(f"/editor/{tab.pk}/{query}").status_code == 200
+
+
+def test_node_details_of_a_placeholder_says_which_pack_it_needs(student_client, student):
+    tab = tab_with(student, "vision:Edu-Blur")
+    for pane in ("", "?pane=docs", "?pane=stats", "?pane=inputs"):
+        response = student_client.get(f"/editor/{tab.pk}/details/d/{pane}")
+        assert response.status_code == 200
+    assert "Needs the pack vision</strong>, which is not installed on this server" in response.content.decode()
