@@ -30,10 +30,10 @@ def counts(enabled: frozenset[str]) -> dict[str, int]:
 
 def center(user, plugins_only: bool) -> dict[str, Any]:
     """The packs (or plugins) to list for this user, each with its nodes, examples and docs."""
-    switches = {s.name: s.enabled for s in PackSwitch.for_installed()}
+    enabled = PackSwitch.enabled_packs()
     packs = [p for p in installed().values() if p.is_plugin or not plugins_only]
-    shown = [p for p in packs if user.is_staff or switches.get(p.name, True)]
-    return {"packs": [_row(p, switches.get(p.name, True)) for p in shown], "hidden": len(packs) - len(shown),
+    shown = [p for p in packs if user.is_staff or p.name in enabled]
+    return {"packs": [_row(p, p.name in enabled) for p in shown], "hidden": len(packs) - len(shown),
             "can_switch": user.is_staff, "plugins_only": plugins_only, "install_help": INSTALL_HELP}
 
 

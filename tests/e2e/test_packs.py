@@ -10,6 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.conftest import PASSWORD, SCREENS, _collect_errors, _context, log_in
 from tests.e2e.test_screen import Screen
 
 pytestmark = pytest.mark.e2e
@@ -71,3 +72,37 @@ def test_a_docked_plugin_panel_brings_the_column_undocks_and_closes(screen_page)
     screen.use(plugin.get_by_role("button", name="Close the Foundations panel"))
     expect(plugin).to_have_count(0)
     expect(screen.panel("Softmax")).to_be_visible()
+
+
+@pytest.fixture(scope="module")
+def teacher(daphne_server) -> tuple[str, str]:
+    """A staff account, made once for this module."""
+    daphne_server.manage("shell", "-c", (
+        "from django.contrib.auth import get_user_model\n"
+        "User = get_user_model()\n"
+        f"User.objects.filter(username='teacher').exists() or User.objects.create_user('teacher', password={PASSWORD!r}, is_staff=True)\n"))
+    return "teacher", PASSWORD
+
+
+@pytest.mark.parametrize("size", list(SCREENS))
+def test_staff_disable_and_enable_a_pack_in_the_package_center(browser, daphne_server, teacher, request, size):
+    context = _context(browser, daphne_server, viewport=SCREENS[size])
+    page = context.new_page()
+    _collect_errors(page, request)
+    log_in(page, *teacher)
+    page.screen_name = f"{size}-js-staff"
+    screen = Screen(page, True)
+    page.goto("/editor/packs/")
+    deep = page.get_by_role("article", name=re.compile(r"\bdeep · version "))
+    try:
+        with page.expect_navigation(wait_until="load"):
+            deep.get_by_role("button", name=re.compile(r"^Disable ")).click()
+        expect(page.get_by_role("status")).to_contain_text("Pack deep disabled")
+        expect(deep).to_contain_text("✗ Disabled")
+        screen.shot("package-center")
+        with page.expect_navigation(wait_until="load"):
+            deep.get_by_role("button", name=re.compile(r"^Enable ")).click()
+        expect(deep).to_contain_text("✓ Enabled")
+    finally:  # the other browser tests read every pack as enabled
+        daphne_server.manage("shell", "-c", "from apps.graphs.models import PackSwitch; PackSwitch.switch('deep', True)")
+        context.close()
