@@ -5,12 +5,14 @@ and the Plugin Center open from Settings (SP7). With CODEFYUI_SCREENS=<folder> e
 leaves a screenshot there."""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import PASSWORD, SCREENS, _collect_errors, _context, log_in
+from tests.demo_pack import graph_with
 from tests.e2e.test_screen import Screen
 
 pytestmark = pytest.mark.e2e
@@ -106,3 +108,21 @@ def test_staff_disable_and_enable_a_pack_in_the_package_center(browser, daphne_s
     finally:  # the other browser tests read every pack as enabled
         daphne_server.manage("shell", "-c", "from apps.graphs.models import PackSwitch; PackSwitch.switch('deep', True)")
         context.close()
+
+
+def test_a_graph_needing_a_missing_pack_opens_names_it_and_does_not_run(screen_page, tmp_path):
+    page, js = screen_page
+    screen = Screen(page, js)
+    screen.open_example()
+    graph = tmp_path / "needs-vision.json"
+    graph.write_text(json.dumps(graph_with("vision:Edu-Blur")))
+    page.get_by_text("File", exact=True).click()
+    page.get_by_label("Import… (graph or workspace file)").set_input_files(graph)
+    with page.expect_navigation(wait_until="load"):
+        page.get_by_role("button", name="Import", exact=True).click()
+    card = screen.card("vision:Edu-Blur")
+    expect(card).to_contain_text("Pack vision: not installed")
+    screen.click(page.get_by_role("button", name="Run", exact=True))
+    expect(page.get_by_role("alert")).to_contain_text(
+        "This graph uses nodes of the pack 'vision', which is not installed on this server.")
+    screen.shot("missing-pack")

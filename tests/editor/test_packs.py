@@ -56,14 +56,14 @@ def test_a_node_of_a_disabled_pack_cannot_be_added(student_client, student, demo
 def test_a_graph_using_a_disabled_pack_opens_and_its_card_names_the_pack(student_client, student, demo_pack):
     PackSwitch.switch("demo", False)
     body = page(student_client, tab_with(student, "demo:Double"), "?node=d")
-    assert "Needs pack demo (disabled)" in body
+    assert "Pack demo: disabled" in body
     assert "Needs the pack demo</strong>, which is disabled on this server" in body  # its panel says so too
 
 
 def test_a_graph_using_a_pack_not_installed_opens_with_a_placeholder_card(student_client, student):
     body = page(student_client, tab_with(student, "vision:Edu-Blur"))
     assert 'aria-label="vision:Edu-Blur (vision:Edu-Blur)"' in body
-    assert "Needs pack vision (not installed)" in body
+    assert "Pack vision: not installed" in body
     assert 'aria-label="Input tensor of vision:Edu-Blur, from TensorInput.tensor"' in body  # its edge still draws
 
 

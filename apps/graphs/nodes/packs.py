@@ -131,7 +131,7 @@ class MissingPack:
     def short(self) -> str:
         """What a node's card says."""
         why = "another version" if self.node else "disabled" if self.installed else "not installed"
-        return f"Needs pack {self.name} ({why})"
+        return f"Pack {self.name}: {why}"
 
     def message(self) -> str:
         return f"This graph uses nodes of the pack '{self.name}', which is {self.state}. {self.remedy}"
