@@ -38,18 +38,18 @@ def center(user, plugins_only: bool) -> dict[str, Any]:
 
 
 def _row(pack: Pack, enabled: bool) -> dict[str, Any]:
-    return {"pack": pack, "enabled": enabled, "examples": [_example(path) for path in pack.example_files()],
+    return {"pack": pack, "enabled": enabled, "examples": [_example(slug, path) for slug, path in pack.example_files().items()],
             "nodes": [{"name": cls.type.split(":", 1)[-1], "type": cls.type, "category": cls.category,
                        "description": cls.description} for cls in sorted(pack.nodes, key=lambda c: c.type)]}
 
 
-def _example(path) -> dict[str, str]:
+def _example(slug: str, path) -> dict[str, str]:
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError):
         doc = {}
     doc = doc if isinstance(doc, dict) else {}
-    return {"slug": path.stem, "name": str(doc.get("name") or path.stem), "description": str(doc.get("description") or "")}
+    return {"slug": slug, "name": str(doc.get("name") or slug), "description": str(doc.get("description") or "")}
 
 
 def example(pack_name: str, slug: str, enabled: frozenset[str]) -> dict[str, Any] | None:
@@ -57,5 +57,5 @@ def example(pack_name: str, slug: str, enabled: frozenset[str]) -> dict[str, Any
     pack = installed().get(pack_name)
     if pack is None or pack_name not in enabled:
         return None
-    path = next((p for p in pack.example_files() if p.stem == slug), None)
+    path = pack.example_files().get(slug)
     return document.load(path.read_text()) if path else None

@@ -242,3 +242,12 @@ def test_node_details_of_a_placeholder_says_which_pack_it_needs(student_client, 
         response = student_client.get(f"/editor/{tab.pk}/details/d/{pane}")
         assert response.status_code == 200
     assert "Needs the pack vision</strong>, which is not installed on this server" in response.content.decode()
+
+
+def test_an_example_in_a_folder_of_its_own_opens_too(student_client, student, example_pack):
+    folder = example_pack.examples / "C1" / "Twice"
+    folder.mkdir(parents=True)
+    (folder / "graph.json").write_text(json.dumps({**graph_with("demo:Double"), "name": "Twice, foldered"}))
+    assert 'value="C1/Twice/graph"' in student_client.get("/editor/packs/").content.decode()
+    student_client.post("/editor/packs/example", {"pack": "demo", "example": "C1/Twice/graph"})
+    assert Tab.objects.get(owner=student).title == "Twice, foldered"

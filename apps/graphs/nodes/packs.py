@@ -56,8 +56,12 @@ class Pack:
                 raise ValueError(f"pack {self.name!r}: node type {node.type!r} lacks the "
                                  f"'{self.name}:' namespace")
 
-    def example_files(self) -> list[Path]:
-        return sorted(self.examples.glob("*.json")) if self.examples and self.examples.is_dir() else []
+    def example_files(self) -> dict[str, Path]:
+        """Its example graphs by slug: the path under ``examples`` without ``.json``
+        (folders allowed, as CodefyUI's ``C3-1/LeNet/graph.json``)."""
+        if not (self.examples and self.examples.is_dir()):
+            return {}
+        return {p.relative_to(self.examples).with_suffix("").as_posix(): p for p in sorted(self.examples.rglob("*.json"))}
 
 
 def discover() -> dict[str, Pack]:
