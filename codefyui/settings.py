@@ -76,8 +76,14 @@ TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
         "DIRS": [BASE_DIR / "templates"],
-        "APP_DIRS": True,
         "OPTIONS": {
+            # The site's, the apps', then each installed pack's templates/ (its Inspector panel),
+            # cached, under django-template-partials (which would otherwise set these up itself).
+            "loaders": [("template_partials.loader.Loader", [("django.template.loaders.cached.Loader", [
+                "django.template.loaders.filesystem.Loader",
+                "django.template.loaders.app_directories.Loader",
+                "apps.graphs.pack_templates.Loader",
+            ])])],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",

@@ -3,10 +3,11 @@ on the server so the canvas draws without JavaScript. No Django here."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Collection
 
 from apps.graphs import document, segments
 from apps.graphs.nodes.base import PORT_COLOURS, Port, resolve
+from apps.graphs.nodes.packs import MissingPack, missing_pack
 
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
 SHAPE_LABEL_BEFORE = 30  # px before the input an edge enters: its shape is written over the gap between cards
@@ -45,6 +46,7 @@ class CardView:
     status: dict = field(default_factory=dict)   # this node in the inspected run
     badge: str = ""
     picture: Any = None    # a small picture of its output in that run (apps.inspector.pictures)
+    missing: MissingPack | None = None  # the pack it needs that this server does not offer now
 
 
 @dataclass
@@ -90,10 +92,11 @@ BUBBLE_PAD = 28
 
 
 def layout(doc: dict[str, Any], style: str = "circuit", active_segment: str = "",
-           pictured: frozenset[str] = frozenset()) -> CanvasView:
-    """``pictured``: the nodes whose cards show a picture of their output (they are taller)."""
+           pictured: frozenset[str] = frozenset(), enabled: Collection[str] | None = None) -> CanvasView:
+    """``pictured``: the nodes whose cards show a picture of their output (they are taller);
+    ``enabled``: the packs on for this server (None: all installed), for the cards that need another."""
     entries = {e["target"] for e in doc["edges"] if document.is_trigger(e)}
-    cards = {n["id"]: _card(n, n["id"] in entries) for n in doc["nodes"]}
+    cards = {n["id"]: _card(n, n["id"] in entries, doc["edges"], enabled) for n in doc["nodes"]}
     for node_id in pictured & cards.keys():
         cards[node_id].h += PICTURE_H
     for e in doc["edges"]:  # say on each input where it comes from (edges are drawn, not read)
@@ -138,21 +141,33 @@ def _bubble(doc: dict[str, Any], group: dict[str, Any], cards: dict[str, CardVie
                       (head.x, max(0.0, head.y - 22)), (tail.x + CARD_W - 40, tail.y + tail.h + 6), group["id"] == active)
 
 
-def _card(node: dict[str, Any], entry: bool) -> CardView:
+def _card(node: dict[str, Any], entry: bool, edges: list[dict[str, Any]], enabled: Collection[str] | None) -> CardView:
     x, y = node["position"]["x"], node["position"]["y"]
-    cls = resolve(node["type"]) if node["type"] != document.NOTE_TYPE else None
-    if cls is None:
+    if node["type"] == document.NOTE_TYPE:
         return CardView(node["id"], node["type"], "Note", "", "", x, y, NOTE_H, is_note=True,
                         text=str(node.get("data", {}).get("text", "")))
-    params = cls.coerce_params(node["data"].get("params", {}))[0]
-    inputs, outputs = cls.input_ports(params), cls.output_ports(params)
-    rows = max(len(inputs), len(outputs), 1)
-    card = CardView(node["id"], cls.type, document.node_label(node), cls.category,
-                    cls.description, x, y,
-                    HEADER_H + rows * ROW_H + 6, entry=entry)
+    cls = resolve(node["type"])
+    if cls is None:  # a node of a pack this server lacks: its wired ports, so its edges still draw
+        inputs, outputs = _wired_ports(node["id"], edges)
+        category, description = "", ""
+    else:
+        params = cls.coerce_params(node["data"].get("params", {}))[0]
+        inputs, outputs = cls.input_ports(params), cls.output_ports(params)
+        category, description = cls.category, cls.description
+    missing = missing_pack(node["type"], enabled)
+    rows = max(len(inputs), len(outputs), 1) + (1 if missing else 0)  # a row saying which pack it needs
+    card = CardView(node["id"], cls.type if cls else node["type"], document.node_label(node), category,
+                    description, x, y, HEADER_H + rows * ROW_H + 6, entry=entry, missing=missing)
     card.inputs = [_port(p, x, y, i, "in") for i, p in enumerate(inputs)]
     card.outputs = [_port(p, x + CARD_W, y, i, "out") for i, p in enumerate(outputs)]
     return card
+
+
+def _wired_ports(node_id: str, edges: list[dict[str, Any]]) -> tuple[list[Port], list[Port]]:
+    """The ports a node of unknown type must have: those its data edges name, typed as ANY."""
+    ins = dict.fromkeys(e.get("targetHandle") for e in edges if e["target"] == node_id and not document.is_trigger(e))
+    outs = dict.fromkeys(e.get("sourceHandle") for e in edges if e["source"] == node_id)
+    return [Port(p, "ANY") for p in ins if p], [Port(p, "ANY") for p in outs if p]
 
 
 def _port(port: Port, x: float, top: float, row: int, side: str) -> PortView:

@@ -8,7 +8,8 @@ from django.template.defaultfilters import filesizeformat
 
 import codefyui
 from apps.graphs import document, edits, presets, segments, subgraphs
-from apps.graphs.models import Graph
+from apps.graphs.models import Graph, PackSwitch
+from apps.graphs.nodes.packs import installed, missing_pack
 from apps.inspector.capture_state import RunView
 from apps.inspector.panel import TABS, Inspection, card_picture, segment_view
 from apps.inspector.values import shape_text
@@ -20,7 +21,7 @@ from apps.runs.store import get_store
 from apps.stats.cache import get_cache as get_stats_cache
 from codefyui.access import canonical_uuid, find_visible, visible_to
 
-from . import palette, workspace
+from . import centers, palette, workspace
 from .canvas import layout
 from .models import HistoryStep, Tab
 from .prefs import Prefs
@@ -40,6 +41,8 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         "confirm_reset": request.GET.get("confirm_reset") == "1",
     }
     context.update(runs_panel(request))
+    enabled = PackSwitch.enabled_packs()
+    context["pack_counts"] = centers.counts(enabled)
     if tab is None:
         context.update(examples=workspace.examples(), graphs=visible_to(Graph.objects, request.user))
         return context
@@ -56,7 +59,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     query = request.GET.get("q", "")
     statuses = run.nodes if run else {}
     pictures = {} if block or run is None else card_pictures(request, doc, run)
-    canvas = layout(shown, prefs.connection_style, "" if block else tab.active_segment, frozenset(pictures))
+    canvas = layout(shown, prefs.connection_style, "" if block else tab.active_segment, frozenset(pictures), enabled)
     for card in canvas.cards if not block else ():  # cards inside a block show no run status
         card.status = subgraphs.rolled_up_status(card.id, statuses) if card.type == "Subgraph" else statuses.get(card.id, {})
         card.badge = badge(card.status)
@@ -67,9 +70,9 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     context.update(
         doc=doc, canvas=canvas, state=state,
         inside_block={"id": block["id"], "label": document.node_label(block)} if block else None,
-        selected=node_panel(doc, selected) if selected and not block else None,
-        categories=palette.categories(prefs.category_mode),
-        query=query, search=palette.quick_search(query) if "q" in request.GET else None,
+        selected=node_panel(doc, selected, enabled) if selected and not block else None,
+        categories=palette.categories(prefs.category_mode, enabled),
+        query=query, search=palette.quick_search(query, enabled) if "q" in request.GET else None,
         settings=document.run_settings(doc), can_undo=tab.can(HistoryStep.UNDO), can_redo=tab.can(HistoryStep.REDO),
         run_live=run is not None and not run.is_finished,
         kept_weights=service.kept_weights(tab.weights_scope),
@@ -84,7 +87,19 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         context["connections"] = [e for e in canvas.edges if not e.trigger and selected in (e.source, e.target)]
     context["side_tabs"] = side_tabs(view, node_panel_shown=context["selected"] is not None)
     context["segment_choices"] = [(n["id"], document.node_label(n)) for n in doc["nodes"] if n["type"] != "note"]
+    context["plugin_panel"] = plugin_panel(prefs, enabled, edits.find_node(shown, selected)["type"] if selected else None)
     return context
+
+
+def plugin_panel(prefs: Prefs, enabled: frozenset[str], node_type: str | None) -> dict[str, Any] | None:
+    """The plugin panel this browser keeps open (docked in the right-hand column or floating
+    over the canvas), with what its pack shows for the selected node; None when it is closed,
+    or its pack is gone or off."""
+    pack = installed().get(prefs.panel)
+    if pack is None or not pack.is_plugin or pack.name not in enabled:
+        return None
+    shown = pack.panel_context(node_type) if pack.panel_context else {}
+    return {"pack": pack, "template": pack.panel, "docked": prefs.panel_docked, **shown}
 
 
 def card_pictures(request, doc: dict[str, Any], run: Run) -> dict[str, Any]:
@@ -155,11 +170,13 @@ def inspected_run(request, tab: Tab | None) -> Run | None:
     return service.current(run) if run else None
 
 
-def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:
+def node_panel(doc: dict[str, Any], node_id: str, enabled: frozenset[str] | None = None) -> dict[str, Any] | None:
     node = edits.find_node(doc, node_id)
     cls = edits.node_class(node)
-    if cls is None:
-        return {"node": node, "cls": None, "label": "Note", "moves": edits.nudges(node)}
+    missing = missing_pack(node["type"], enabled) if node["type"] != document.NOTE_TYPE else None
+    if cls is None:  # a note, or a node of a pack this server lacks
+        return {"node": node, "cls": None, "label": document.node_label(node) if missing else "Note",
+                "missing": missing, "moves": edits.nudges(node)}
     values = node["data"].get("params", {})
     coerced = cls.coerce_params(values)[0]
     if cls.subgraph:  # a preset's block shows the inner params the preset exposes
@@ -174,7 +191,7 @@ def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:
     inputs = [{"port": p, "current": wired.get(p.name, ""),
                "options": edits.compatible_sources(doc, node_id, p.name)} for p in cls.input_ports(coerced)]
     return {"node": node, "cls": cls, "label": document.node_label(node), "params": params, "inputs": inputs,
-            "moves": edits.nudges(node),
+            "moves": edits.nudges(node), "missing": missing,
             "outputs": cls.output_ports(coerced), "grid": grid(node, cls, coerced),
             "entry_targets": [(n["id"], document.node_label(n)) for n in doc["nodes"]
                               if n["id"] != node_id and edits.node_class(n) is not None]

@@ -3,6 +3,7 @@ work server-side, with no JavaScript."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 
 from django.conf import settings
@@ -10,6 +11,7 @@ from django.conf import settings
 COOKIE = "codefyui_prefs"
 CATEGORY_MODES = ("all", "basic")
 CONNECTION_STYLES = ("circuit", "curve")
+PANEL_NAME = re.compile(r"[a-z0-9_-]{0,40}")  # a pack's name, or "" (closed); the editor checks it is a plugin
 
 
 @dataclass
@@ -19,6 +21,8 @@ class Prefs:
     tooltips: bool = True            # Editor → Show node tooltips
     category_mode: str = "all"       # Editor → Node category mode
     connection_style: str = "circuit"  # Editor → Connection style
+    panel: str = ""                  # the plugin panel kept open (its pack's name), "" for none
+    panel_docked: bool = True        # docked in the right-hand column, else floating over the canvas
 
     @classmethod
     def from_request(cls, request) -> "Prefs":
@@ -31,7 +35,7 @@ class Prefs:
     def updated(self, raw: dict) -> "Prefs":
         """A copy with the valid values of ``raw`` (form text or JSON) applied."""
         values = asdict(self)
-        for key in ("grid_snap", "tooltips"):
+        for key in ("grid_snap", "tooltips", "panel_docked"):
             if key in raw:
                 value = raw[key]
                 values[key] = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "on")
@@ -39,6 +43,8 @@ class Prefs:
             values["device"] = raw["device"]
         if raw.get("category_mode") in CATEGORY_MODES:
             values["category_mode"] = raw["category_mode"]
+        if isinstance(raw.get("panel"), str) and PANEL_NAME.fullmatch(raw["panel"]):
+            values["panel"] = raw["panel"]
         if raw.get("connection_style") in CONNECTION_STYLES:
             values["connection_style"] = raw["connection_style"]
         return Prefs(**values)

@@ -1,7 +1,7 @@
 """The editor's routes, named in the ``editor`` namespace (``editor:run``)."""
 from django.urls import path
 
-from .views import details, edges, files, inspector, layers, nodes, page, runs, segments, settings, stylesheet, tabs
+from .views import details, edges, files, inspector, layers, nodes, packs, page, runs, segments, settings, stylesheet, tabs
 
 app_name = "editor"
 
@@ -18,6 +18,10 @@ urlpatterns = [
     path("files/upload", files.file_upload, name="file-upload"),
     path("files/<str:name>/download", files.file_download, name="file-download"),
     path("files/<str:name>/delete", files.file_delete, name="file-delete"),
+    path("packs/", packs.package_center, name="package-center"),
+    path("packs/switch", packs.pack_switch, name="pack-switch"),
+    path("packs/example", packs.pack_example, name="pack-example"),
+    path("plugins/", packs.plugin_center, name="plugin-center"),
     path("runs/<uuid:run_id>/stop", runs.run_stop, name="run-stop"),
     path("runs/<uuid:run_id>/delete", runs.run_delete, name="run-delete"),
     path("runs/<uuid:run_id>/open", runs.run_open, name="run-open"),

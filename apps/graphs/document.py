@@ -14,6 +14,7 @@ from typing import Any
 from codefyui import conf
 
 from .nodes.base import resolve
+from .nodes.packs import missing_pack
 
 NOTE_TYPE = "note"
 BLOCK_TYPE = "Subgraph"
@@ -223,7 +224,8 @@ def _nodes(value: Any, problems: list[str]) -> list[dict[str, Any]]:
         if type_key != NOTE_TYPE:
             if type_key.startswith("preset:"):
                 problems.append(f"Unknown preset: {type_key[7:]} ({node_id})")
-            elif resolve(type_key) is None:
+            elif resolve(type_key) is None and missing_pack(type_key) is None:
+                # a node of a pack this server lacks loads as a placeholder; only Run refuses it
                 problems.append(f"Unknown node type: {type_key} ({node_id})")
         node["position"] = _position(raw.get("position"), f"{path}.position", problems)
         data = raw.get("data", {})

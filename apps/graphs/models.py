@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.db import models
 
+from .nodes.packs import installed
+
 
 class Graph(models.Model):
     """A user's saved graph: one CodefyUI-compatible document."""
@@ -21,3 +23,34 @@ class Graph(models.Model):
 def blank_document() -> dict:
     return {"name": "", "description": "", "nodes": [], "edges": [], "segmentGroups": [],
             "settings": {"record_outputs": True}}
+
+
+class PackSwitch(models.Model):
+    """Whether an installed pack is on for this server. A pack without a row is on; the
+    administrator switches one off in the Django admin or the Package Center."""
+
+    name = models.CharField(max_length=100, unique=True)
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "pack switches"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({'enabled' if self.enabled else 'disabled'})"
+
+    @classmethod
+    def enabled_packs(cls) -> frozenset[str]:
+        """The installed packs students may use now."""
+        off = set(cls.objects.filter(enabled=False).values_list("name", flat=True))
+        return frozenset(name for name in installed() if name not in off)
+
+    @classmethod
+    def for_installed(cls) -> list["PackSwitch"]:
+        """A row for every installed pack (made on first sight, on), in name order."""
+        cls.objects.bulk_create([cls(name=name) for name in installed()], ignore_conflicts=True)
+        return list(cls.objects.filter(name__in=installed()))
+
+    @classmethod
+    def switch(cls, name: str, enabled: bool) -> None:
+        cls.objects.update_or_create(name=name, defaults={"enabled": enabled})

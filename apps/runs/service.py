@@ -14,12 +14,13 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
 from apps.graphs.document import run_settings, seed_value
+from apps.graphs.models import PackSwitch
 from codefyui import conf
 
 from . import engine, workers
@@ -77,9 +78,11 @@ def run_options(doc: dict[str, Any], overrides: dict[str, Any] | None = None) ->
     return options
 
 
-def plan(doc: dict[str, Any]) -> engine.Plan:
+def plan(doc: dict[str, Any], enabled: Collection[str] | None = None) -> engine.Plan:
+    """The run's plan, or RunRefused saying why. ``enabled``: the packs the administrator has
+    on (``PackSwitch.enabled_packs()``; None: every installed one)."""
     try:
-        return engine.plan_run(doc)
+        return engine.plan_run(doc, enabled)
     except engine.DraftGraph as exc:
         raise RunRefused([str(exc)]) from None
     except engine.InvalidGraph as exc:
@@ -91,7 +94,7 @@ def plan(doc: dict[str, Any]) -> engine.Plan:
 def run_now(doc: dict[str, Any], options: dict[str, Any], emit: Callable[[ev.Event], None] | None = None,
             run_id: str = "cli") -> engine.RunOutcome:
     """Plan and run a document in this thread; nothing is captured or stored."""
-    planned = plan(doc)
+    planned = plan(doc)  # the CLI runs every installed pack: the switches are the web server's
     run_opts = engine.RunOptions(run_id=run_id, **{**options, "record": False})
     return engine.execute(planned, run_opts, emit or (lambda event: None))
 
@@ -232,7 +235,7 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
     """Validate, record a queued Run and put it in the fair queue. Raises RunRefused.
     ``weights_scope`` names whose kept layers Persist weights between runs reuses."""
     options = run_options(doc, overrides)
-    planned = plan(doc)
+    planned = plan(doc, PackSwitch.enabled_packs())
     limit = conf.MAX_QUEUED_RUNS_PER_USER
     if _runs.queue.count(user.pk) >= limit:
         raise RunRefused([f"You already have {limit} runs waiting in the queue "

@@ -99,7 +99,10 @@ def daphne_server(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DJANGO_DEBUG", "DATABASE_URL"}}
     env.update(DATABASE_URL=f"sqlite:///{var_dir / 'e2e.sqlite3'}", CODEFYUI_VAR_DIR=str(var_dir),
                DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", DJANGO_SETTINGS_MODULE="codefyui.settings",
-               PYTHONUNBUFFERED="1")
+               PYTHONUNBUFFERED="1",
+               # the checkout and its packs first, as pytest's ini has them, ahead of whichever
+               # checkout the packs were installed from
+               PYTHONPATH=os.pathsep.join([str(ROOT), *(str(p.parent) for p in sorted(ROOT.glob("packs/*/pyproject.toml")))]))
     port = _free_port()
     server = LiveServer(url=f"http://127.0.0.1:{port}", var_dir=var_dir, log=var_dir / "daphne.log", env=env)
     # migrate, collectstatic (whitenoise serves var/static) and the students, in one process:

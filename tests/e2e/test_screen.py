@@ -38,7 +38,7 @@ class Screen(Inspecting):
             Path(SCREENS).mkdir(parents=True, exist_ok=True)
             size = self.page.viewport_size
             screen = getattr(self.page, "screen_name", f"{size['width']}x{size['height']}-{'js' if self.js else 'nojs'}")
-            self.page.screenshot(path=f"{SCREENS}/{screen}-{name}.png")
+            self.page.screenshot(path=f"{SCREENS}/{screen}-{name}.png", caret="initial")  # hiding it injects a style CSP refuses
 
     def reachable(self, *controls: Locator) -> None:
         """Each control is shown inside the window, and the page has not scrolled to show it."""

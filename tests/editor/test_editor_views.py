@@ -314,8 +314,8 @@ def test_server_rows_speak_about_the_server(student_client, tab):
     offline, the Codex row says no provider is configured; the centres count what is installed."""
     body = page(student_client, tab)
     assert "ChatGPT Codex account" in body and "No LLM provider is configured on this server" in body
-    assert "Package Center" in body and "0 packs installed" in body
-    assert "Plugin Center" in body and "0 plugins installed, 0 available" in body
+    assert "Package Center" in body and "4 packs installed" in body
+    assert "Plugin Center" in body and "1 plugin installed, 1 available" in body
 
 
 def test_tooltips_show_descriptions_on_the_canvas_and_in_the_sidebar_until_turned_off(student_client, tab):

@@ -9,6 +9,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from apps.graphs import document, edits
+from apps.graphs.models import PackSwitch
 from apps.inspector.panes import panes_for
 from codefyui.access import get_visible
 
@@ -39,7 +40,7 @@ def node_details(request: HttpRequest, tab_id: int, node_id: str) -> HttpRespons
     pane = next((p for p in available if p.slug == request.GET.get("pane")), available[0])
     previous, following = neighbours(doc, node_id)
     context: dict[str, Any] = {
-        "tab": tab, "state": state, "selected": node_panel(doc, node_id),
+        "tab": tab, "state": state, "selected": node_panel(doc, node_id, PackSwitch.enabled_packs()),
         "cls": cls, "label": document.node_label(node), "panes": available, "pane": pane.slug,
         "previous": previous, "next": following, "focus_port": request.GET.get("port", ""),
         "inspector": {"template": pane.template, **pane.context(inspection(request, doc, node_id, run))},

@@ -6,6 +6,8 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 
 from apps.graphs import edits, subgraphs
+from apps.graphs.models import PackSwitch
+from apps.graphs.nodes.packs import missing_pack
 
 from ..prefs import Prefs
 from ..state import PageState
@@ -17,6 +19,8 @@ def node_add(request: HttpRequest, tab_id: int) -> HttpResponse:
     type_key, snap = request.POST.get("type", ""), Prefs.from_request(request).grid_snap
 
     def add(doc):  # without a drop point (the sidebar's buttons), a free place near the selected node
+        if missing := missing_pack(type_key, PackSwitch.enabled_packs()):
+            raise edits.EditError(missing.message())
         if "x" in request.POST and "y" in request.POST:
             x, y = posted_number(request, "x"), posted_number(request, "y")
         else:

@@ -246,8 +246,8 @@ def registry() -> dict[str, type[Node]]:
     from . import library  # noqa: F401  (importing the library registers every node)
     if not _PACKS_LOADED:
         _PACKS_LOADED = True
-        from .packs import discover
-        for pack in discover().values():
+        from .packs import installed
+        for pack in installed().values():
             for cls in pack.nodes:
                 if cls.type not in _REGISTRY:
                     register(cls)

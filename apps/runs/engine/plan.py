@@ -7,11 +7,12 @@ draft corner of the canvas) become warnings and block nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Collection
 
 from apps.graphs.document import NOTE_TYPE, is_trigger, node_label
 from apps.graphs.edits import EditError
 from apps.graphs.nodes.base import Node, resolve, types_compatible
+from apps.graphs.nodes.packs import missing_packs
 from apps.graphs.reach import data_links, reachable
 from apps.graphs.subgraphs import flatten
 
@@ -49,12 +50,16 @@ class Plan:
     skipped: list[str] = field(default_factory=list)   # draft nodes: not part of this run
 
 
-def plan_run(doc: dict[str, Any]) -> Plan:
+def plan_run(doc: dict[str, Any], enabled: Collection[str] | None = None) -> Plan:
+    """``enabled``: the packs this server has on (None: every installed one). A graph using
+    a pack that is missing or off does not run, whatever part of it would."""
     try:
         doc = flatten(doc)  # blocks run as their inside, inner nodes under "block/inner" ids
     except EditError as exc:
         raise InvalidGraph([str(exc)]) from None
     nodes = {n["id"]: n for n in doc["nodes"] if n["type"] != NOTE_TYPE}
+    if missing := missing_packs({n["type"] for n in nodes.values()}, enabled):
+        raise InvalidGraph([m.message() for m in missing])
     edges = [e for e in doc["edges"] if e["source"] in nodes and e["target"] in nodes]
     triggers = [e for e in edges if is_trigger(e)]
     data_edges = [e for e in edges if not is_trigger(e)]
