@@ -104,9 +104,13 @@ def template_dirs() -> list[Path]:
     return found
 
 
+PRESET_NAMESPACE = "preset"  # ``preset:Training Pipeline`` names a preset (apps/graphs/presets), not a pack
+
+
 def pack_name(type_key: str) -> str | None:
     """The pack a namespaced type key belongs to (``deep:Edu-Patchify`` -> ``deep``)."""
-    return type_key.split(":", 1)[0] if ":" in type_key else None
+    name = type_key.split(":", 1)[0] if ":" in type_key else None
+    return None if name == PRESET_NAMESPACE else name
 
 
 @dataclass(frozen=True)
