@@ -146,6 +146,12 @@ class RunContext(Protocol):
     def step(self, name: str, description: str = "", tensors: dict | None = None,
              scalars: dict | None = None) -> None: ...    # one row of the __steps__ trace
     def module(self, build: Callable[[], Any]) -> Any: ...  # this node's layer, on the run's device
+    def cancelled(self) -> bool: ...                      # Stop or the run's deadline came: end within a batch
+    def progress(self, **data: Any) -> None: ...          # the node's progress so far (sent at most 4 times a second)
+    recording: bool        # Record node outputs is on: extra captures are kept
+    def capture(self, port: str, value: Any) -> None: ... # an extra capture ("__epoch3"), kept while recording
+    def unguarded(self) -> Any: ...                       # a block whose ops skip the element-limit guard:
+                                                          # a repeated step it already passed at a size as large
 
 
 # -- nodes ------------------------------------------------------------------------------
@@ -166,6 +172,7 @@ class Node(ABC):
     records_steps: ClassVar[bool] = False # emits a __steps__ trace with Verbose internals on
     mutates_inputs: ClassVar[bool] = False  # writes into its input tensors: the engine passes copies
     subgraph: ClassVar[bool] = False      # a block of nodes: the engine runs its inside instead
+    reports_training: ClassVar[bool] = False  # trains a model and reports its progress: the Training pane
 
     @abstractmethod
     def run(self, ctx: RunContext, params: dict[str, Any], **inputs: Any) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from codefyui import conf
 
 from . import events as ev
 from .cache import CacheScope, ExecutionCache, cache_key
-from .limits import element_limit
+from .limits import element_limit, suspended
 from .storage import RecordingStopped
 from .plan import Plan, PlannedNode
 from .weights import WEIGHTS, structure_hash
@@ -112,15 +112,25 @@ def node_seed(seed: int, node_id: str) -> int:
 
 # -- what a node sees of the engine ------------------------------------------------------
 
+PROGRESS_EVERY_S = 0.25  # a node's progress reaches the socket at most 4 times a second
+
+
 class _Context:
-    def __init__(self, node: PlannedNode, options: RunOptions, device: torch.device, emit: Emit):
+    def __init__(self, node: PlannedNode, options: RunOptions, device: torch.device, emit: Emit,
+                 cancel: threading.Event | None = None, deadline: float = float("inf"),
+                 capture: Callable[[str, str, Any], None] | None = None):
         self.node_id = node.id
         self.device = device
         self.seed = node_seed(options.seed, node.id) if options.seed is not None else None
         self.verbose = options.verbose
+        self.recording = capture is not None
         self.logs: list[str] = []
         self.steps: list[dict[str, Any]] = []
+        self.stopped = False          # the node saw cancelled() come true
         self._options, self._emit, self._node = options, emit, node
+        self._cancel, self._deadline, self._capture = cancel or threading.Event(), deadline, capture
+        self._progress: dict[str, Any] | None = None
+        self._progress_sent = 0.0
 
     def generator(self) -> torch.Generator:
         g = torch.Generator()
@@ -144,6 +154,32 @@ class _Context:
             self.steps.append({"name": name, "description": description,
                                "tensors": {k: v.detach().clone() for k, v in (tensors or {}).items()},
                                "scalars": dict(scalars or {})})
+
+    def cancelled(self) -> bool:
+        if self._cancel.is_set() or time.monotonic() > self._deadline:
+            self.stopped = True
+        return self.stopped
+
+    def progress(self, **data: Any) -> None:
+        """Keep the newest report; send it unless one went out under PROGRESS_EVERY_S ago.
+        A report says everything so far, so one held back loses nothing: the next one, or
+        ``flush_progress`` when the node returns, carries it."""
+        self._progress = data
+        if time.monotonic() - self._progress_sent >= PROGRESS_EVERY_S:
+            self.flush_progress()
+
+    def flush_progress(self) -> None:
+        if self._progress is not None:
+            data, self._progress = self._progress, None
+            self._emit(ev.Event(ev.PROGRESS, self._options.run_id, self.node_id, data=data))
+            self._progress_sent = time.monotonic()
+
+    def capture(self, port: str, value: Any) -> None:
+        if self._capture is not None:
+            self._capture(self.node_id, port, value)
+
+    def unguarded(self):
+        return suspended()
 
     def module(self, build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
         opts = self._options
@@ -230,11 +266,13 @@ class _Runner:
                 self.dependents.setdefault(dep, []).append(i)
         self.order = {i: k for k, i in enumerate(plan.nodes)}
         self.ready = [(self.order[i], i) for i, deps in self.waiting.items() if not deps]  # a heap, in plan order
+        self.deadline = float("inf")
+        self.stopped_inside = False   # a node ended early because it saw the Stop
 
     def run(self) -> RunOutcome:
         opts = self.options
         workers = 1 if opts.one_node_at_a_time else max(1, opts.max_parallel)
-        deadline = time.monotonic() + opts.timeout_s
+        self.deadline = deadline = time.monotonic() + opts.timeout_s
         pool = ThreadPoolExecutor(workers, thread_name_prefix=f"run-{opts.run_id[:8]}")
         running: dict[Future, str] = {}
         failure: str | None = None
@@ -258,7 +296,7 @@ class _Runner:
                     failure = failure or error
             if failure:
                 return self._finish(ev.RUN_FAILED, failure)
-            if self.cancel.is_set() and len(self.results) < len(self.plan.nodes):
+            if self.cancel.is_set() and (len(self.results) < len(self.plan.nodes) or self.stopped_inside):
                 return self._finish(ev.RUN_STOPPED, "Execution cancelled")
             return self._finish(ev.RUN_COMPLETED)
         finally:
@@ -266,7 +304,8 @@ class _Runner:
 
     # A node in a worker thread: returns ("ok", outputs, ctx, seconds) or ("error", message, ctx, seconds).
     def _run_node(self, node: PlannedNode) -> tuple:
-        ctx = _Context(node, self.options, self.device, self.emit)
+        ctx = _Context(node, self.options, self.device, self.emit, self.cancel, self.deadline,
+                       self._capture_one if self.captures is not None else None)
         started = time.perf_counter()
         try:
             inputs = self._inputs(node)
@@ -277,6 +316,8 @@ class _Runner:
                 random.seed(ctx.seed)
             with element_limit(node.label, self.options.max_elements):
                 outputs = node.cls().run(ctx, dict(node.params), **inputs)
+            ctx.flush_progress()
+            self.stopped_inside = self.stopped_inside or ctx.stopped
             if not isinstance(outputs, dict):
                 raise NodeError(f"returned {type(outputs).__name__} instead of its outputs")
             if any(inputs[k]._version != v for k, v in versions.items()):
@@ -338,13 +379,16 @@ class _Runner:
         return True
 
     def _capture(self, node_id: str, outputs: dict[str, Any], steps: list) -> None:
-        run_id = self.options.run_id
         ports = [(port, value) for port, value in outputs.items() if not port.startswith("__")]
         for port, value in ports + ([("__steps__", steps)] if steps else []):
-            try:
-                self.captures.put(run_id, node_id, port, value)
-            except RecordingStopped as stop:
-                _log(self.emit, self.outcome, run_id, None, recording_stopped(stop.kept_bytes), "warning")
+            self._capture_one(node_id, port, value)
+
+    def _capture_one(self, node_id: str, port: str, value: Any) -> None:
+        """Keep one capture (a node's own extra ones, such as "__epoch3", come while it runs)."""
+        try:
+            self.captures.put(self.options.run_id, node_id, port, value)
+        except RecordingStopped as stop:
+            _log(self.emit, self.outcome, self.options.run_id, None, recording_stopped(stop.kept_bytes), "warning")
 
     def _done(self, node: PlannedNode, outputs: dict[str, Any]) -> None:
         self.results[node.id] = outputs
