@@ -11,6 +11,7 @@ from apps.graphs.nodes.base import PORT_COLOURS, Port, resolve
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
 SHAPE_LABEL_BEFORE = 30  # px before the input an edge enters: its shape is written over the gap between cards
 PICTURE_H = 40           # room under the ports for a picture of the node's output, after a run
+PROGRESS_H = 30          # room under a training node's ports for its progress bar
 NOTE_COLOUR = "#FFF59D"  # editor/palette.css colours note cards with it
 MARGIN = 240
 
@@ -45,6 +46,8 @@ class CardView:
     status: dict = field(default_factory=dict)   # this node in the inspected run
     badge: str = ""
     picture: Any = None    # a small picture of its output in that run (apps.inspector.pictures)
+    trains: bool = False   # reports training progress: its card has a progress bar
+    progress: Any = None   # that bar in the inspected run (apps.runs.status.progress_line)
 
 
 @dataclass
@@ -149,7 +152,8 @@ def _card(node: dict[str, Any], entry: bool) -> CardView:
     rows = max(len(inputs), len(outputs), 1)
     card = CardView(node["id"], cls.type, document.node_label(node), cls.category,
                     cls.description, x, y,
-                    HEADER_H + rows * ROW_H + 6, entry=entry)
+                    HEADER_H + rows * ROW_H + 6 + (PROGRESS_H if cls.reports_training else 0), entry=entry,
+                    trains=cls.reports_training)
     card.inputs = [_port(p, x, y, i, "in") for i, p in enumerate(inputs)]
     card.outputs = [_port(p, x + CARD_W, y, i, "out") for i, p in enumerate(outputs)]
     return card
