@@ -3,6 +3,7 @@ trains a model (TrainingLoop) with its scheduler, evaluation and inference."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import math
 from typing import Any
@@ -432,21 +433,22 @@ class _Training:
     def report(self) -> None:
         """Everything so far, for the card's bar and the Training pane (the engine sends at most
         4 a second, and the newest when the node returns)."""
-        model = self.model
-        params = sum(p.numel() for p in model.parameters())
         self.ctx.progress(
             epoch=self.epoch, epochs=self.epochs, batch=self.batch, batches=self.batches,
             losses=[_reported(x) for x in self.losses], val_losses=[_reported(x) for x in self.val_losses],
             lrs=list(self.lrs), best_epoch=self.best_epoch or None,
-            best_loss=_reported(self.best_loss) if self.best_epoch else None,
-            config={"model": type(model).__name__, "params": params,
-                    "optimizer": type(self.optimizer).__name__, "lr": self.optimizer.param_groups[0]["lr"],
-                    "loss_fn": type(self.loss_fn).__name__, "epochs": self.epochs, "device": str(self.device),
-                    "batch_size": getattr(self.loader, "batch_size", None), "precision": self.precision,
-                    "accumulate_steps": self.accumulate, "grad_clip_norm": self.clip or None,
-                    "early_stopping_patience": self.patience or None,
-                    "validation": self.val_loader is not None, "lr_scheduler": type(self.scheduler).__name__
-                    if self.scheduler is not None else None})
+            best_loss=_reported(self.best_loss) if self.best_epoch else None, config=self.config)
+
+    @functools.cached_property
+    def config(self) -> dict[str, Any]:
+        """The settings the Training pane's parameter table lists."""
+        return {"model": type(self.model).__name__, "params": sum(p.numel() for p in self.model.parameters()),
+                "optimizer": type(self.optimizer).__name__, "lr": self.optimizer.param_groups[0]["lr"],
+                "loss_fn": type(self.loss_fn).__name__, "epochs": self.epochs, "device": str(self.device),
+                "batch_size": getattr(self.loader, "batch_size", None), "precision": self.precision,
+                "accumulate_steps": self.accumulate, "grad_clip_norm": self.clip or None,
+                "early_stopping_patience": self.patience or None, "validation": self.val_loader is not None,
+                "lr_scheduler": type(self.scheduler).__name__ if self.scheduler is not None else None}
 
     def capture_epoch(self) -> None:
         """With Record node outputs on: this epoch's losses and a copy of every layer's weights."""
