@@ -191,3 +191,11 @@ def test_inference_runs_in_eval_mode_without_gradients(ctx):
     out = registry()["Inference"]().run(ctx, _params("Inference"), model=model, input=torch.ones(3, 4))
     assert out["output"].shape == (3, 2) and not out["output"].requires_grad
     assert torch.equal(out["output"], model[0](torch.ones(3, 4)).detach()) and model.training
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="fp16 with a GradScaler needs CUDA")
+def test_fp16_on_cuda_trains_with_a_grad_scaler(ctx):
+    ctx.device = torch.device("cuda")
+    out = _train(ctx, epochs=2, precision="fp16", device="cuda")
+    assert not ctx.logs and torch.isfinite(out["losses"]).all()
+    assert out["grad_scaler_state"]["scale"] > 0
