@@ -44,7 +44,7 @@ def _token_user(request: HttpRequest):
     header = request.headers.get("Authorization", "")
     if not header.startswith("Bearer "):
         return None
-    return authenticate(request, api_token=header[7:].strip())  # apps.accounts.backends
+    return authenticate(request, api_token=header[7:].strip())  # apps.accounts.backends, before axes
 
 
 def api(*methods: str) -> Callable:

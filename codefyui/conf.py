@@ -73,3 +73,8 @@ ADMIN_PASSWORD = os.environ.get("CODEFYUI_ADMIN_PASSWORD", "")
 # Each editor tab's Undo / Redo history: at most this many MiB of (compressed) steps each; the
 # oldest steps go first (also past 50 steps).
 UNDO_MAX_MB = _int("CODEFYUI_UNDO_MAX_MB", 8)
+
+# Where an administrator puts the files of MNIST, Fashion-MNIST and CIFAR-10 (README, "Datasets");
+# nothing is ever downloaded.
+DATA_DIR = os.environ.get("CODEFYUI_DATA_DIR", "").strip() or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "var", "data")

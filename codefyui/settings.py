@@ -120,9 +120,12 @@ AUTH_PASSWORD_VALIDATORS = [
 # meanwhile starts the wait again) before any password is hashed. The admin unlocks by
 # deleting the Access attempt.
 AUTHENTICATION_BACKENDS = [
+    # Authorization: Bearer <token> on the JSON API. First, so that a valid token (a class's
+    # every API request) costs one lookup; a wrong one falls through to axes, which counts it
+    # and answers a lockout. Throttling guards guessable secrets; a token is 256 random bits.
+    "apps.accounts.backends.ApiTokenBackend",
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
-    "apps.accounts.backends.ApiTokenBackend",  # Authorization: Bearer <token> on the JSON API
 ]
 AXES_FAILURE_LIMIT = conf.LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=conf.LOGIN_LOCKOUT_MINUTES)

@@ -169,7 +169,7 @@ def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:
     values = node["data"].get("params", {})
     coerced = cls.coerce_params(values)[0]
     params = [{"param": p, "value": values.get(p.name, p.default), "choices": p.options}
-              for p in cls.params if p.kind not in ("grid", "json")]
+              for p in cls.params if p.kind not in ("grid", "json", "layers")]
     wired = {e["targetHandle"]: f"{e['source']}::{e['sourceHandle']}" for e in doc["edges"]
              if e["target"] == node_id and not document.is_trigger(e)}
     inputs = [{"port": p, "current": wired.get(p.name, ""),

@@ -252,7 +252,7 @@ def set_params(doc: dict[str, Any], node_id: str, raw: dict[str, Any]) -> dict:
     params = node["data"].setdefault("params", {})
     problems = []
     for param in cls.params:
-        if param.kind in ("grid", "json") or param.name not in raw:
+        if param.kind in ("grid", "json", "layers") or param.name not in raw:
             continue
         try:
             params[param.name] = param.coerce(raw[param.name])

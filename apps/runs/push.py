@@ -49,8 +49,8 @@ def _send(to: str, message: dict) -> None:
     if layer is None:
         return
     if isinstance(layer, InMemoryChannelLayer):
-        if _loop is None or _loop.is_closed():
-            return  # nobody has ever connected in this process: nobody to tell
+        if _loop is None or _loop.is_closed() or not layer.groups.get(to):
+            return  # nobody listens (a run submitted through the API): no hop to the loop
         asyncio.run_coroutine_threadsafe(layer.group_send(to, message), _loop)
     else:
         try:

@@ -103,8 +103,8 @@ class _CaptureSink(CaptureStore):
         try:
             self._send("capture", node_id, port, freeze(value))
         except Exception as exc:  # e.g. an object that cannot be pickled
-            self._send("event", ev.Event(ev.LOG, run_id, node_id, level="warning",
-                                         text=f"The output '{port}' could not be recorded ({type(exc).__name__})"))
+            self._send("events", [ev.Event(ev.LOG, run_id, node_id, level="warning",
+                                           text=f"The output '{port}' could not be recorded ({type(exc).__name__})")])
 
     def get(self, run_id, node_id, port):
         return None
@@ -122,17 +122,52 @@ class _CaptureSink(CaptureStore):
         return {}
 
 
-def run_job(job: Job, cancel: threading.Event, send: Send) -> None:
+class _EventBatch:
+    """A worker's events leave in batches: each message costs the server a read and an
+    unpickling, and a run sends a few dozen events in milliseconds. An event waits at most
+    LINGER_S (progress stays live); a terminal event goes at once."""
+
+    LINGER_S = 0.01
+
+    def __init__(self, send: Send):
+        self._send = send
+        self._events: list[ev.Event] = []
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, event: ev.Event) -> None:
+        with self._lock:
+            self._events.append(event)
+            if self._timer is None and event.kind not in ev.TERMINAL:
+                self._timer = threading.Timer(self.LINGER_S, self.flush)
+                self._timer.daemon = True
+                self._timer.start()
+        if event.kind in ev.TERMINAL:
+            self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            events, self._events = self._events, []
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        if events:
+            self._send("events", events)
+
+
+def run_job(job: Job, cancel: threading.Event, send: Send, batch_events: bool = False) -> None:
     """Execute one job, sending everything it produces."""
     opts = job.options
     scope = opts.weights_scope if opts.persist_weights else ""
     if scope:
         WEIGHTS.replace(scope, job.weights)
+    emit = _EventBatch(send) if batch_events else (lambda event: send("events", [event]))
     try:
-        execute(job.plan, opts, lambda event: send("event", event),
-                captures=_CaptureSink(send) if opts.record else None, cancel=cancel,
-                cache=_JobCache(job.hits, send))
+        execute(job.plan, opts, emit, captures=_CaptureSink(send) if opts.record else None,
+                cancel=cancel, cache=_JobCache(job.hits, send))
     finally:
+        if batch_events:
+            emit.flush()
         if scope:
             send("weights", scope, WEIGHTS.entries(scope))
 
@@ -181,7 +216,7 @@ def worker_main(sock: socket.socket, threads: int) -> None:
     while True:
         job, cancel = incoming.get()
         try:
-            run_job(job, cancel, send)
+            run_job(job, cancel, send, batch_events=True)
         except Exception:
             traceback.print_exc()
         retire = _still_computing()
@@ -219,8 +254,9 @@ class Assignment:
 
     def receive(self, kind: str, *payload) -> None:
         """A message from the worker."""
-        if kind == "event":
-            self.emit(payload[0])
+        if kind == "events":
+            for event in payload[0]:
+                self.emit(event)
         elif kind == "capture" and self.captures is not None:
             try:
                 self.captures.put(self.run_id, *payload)

@@ -94,7 +94,7 @@
     var form = event.target;
     var width = form.querySelector("[data-canvas-width]");  // Auto layout wraps to the canvas shown
     if (width) width.value = Math.round(document.getElementById("canvas-wrap").clientWidth / zoom);
-    if (quickPoint && form.classList.contains("palette-item")) {
+    if (quickPoint && form.classList.contains("palette")) {
       ["x", "y"].forEach(function (k) {
         var input = form.querySelector("[name=" + k + "]") || form.appendChild(Object.assign(document.createElement("input"), { type: "hidden", name: k }));
         input.value = Math.round(quickPoint[k]);

@@ -17,6 +17,9 @@ SMALL_RUNS = {
     "Start": ({}, {}),
     "TensorInput": ({}, {}),
     "TensorCreate": ({"shape": "1,2,3"}, {}),
+    "Dataset": ({"name": "Iris"}, {}),
+    "SyntheticShapes": ({"n_samples": 8, "image_size": 8}, {}),
+    "SyntheticSegmentation": ({"n_samples": 4, "image_size": 16}, {}),
     "Loss": ({}, {}),
     "Add": ({"alpha": 2.0}, {"tensor_a": t(2, 3), "tensor_b": t(3)}),
     "Multiply": ({}, {"tensor_a": t(2, 3), "tensor_b": t(2, 3)}),
@@ -55,6 +58,7 @@ SMALL_RUNS = {
     "TransformerDecoder": ({"d_model": 8, "nhead": 2, "num_layers": 1, "dim_feedforward": 16},
                            {"tensor": t(1, 3, 8), "memory": t(1, 4, 8)}),
     "BackwardOnce": ({}, {"tensor": t(2, 2)}),
+    "SequentialModel": ({}, {}),
 }
 
 EXPECTED_SHAPES = {

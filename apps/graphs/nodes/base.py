@@ -45,7 +45,9 @@ class ParamError(ValueError):
 @dataclass(frozen=True)
 class Param:
     """One node parameter. ``kind`` is int, float, bool, string, select, grid (a nested list of
-    numbers) or json (structured data no form edits, such as a block's inside)."""
+    numbers), json (structured data no form edits, such as a block's inside) or layers (a
+    model's layer graph: JSON text or an object, edited in the Layers editor, not the form;
+    its node checks the inside)."""
 
     name: str
     kind: str
@@ -82,6 +84,9 @@ class Param:
         elif self.kind == "json":
             if not isinstance(value, dict):
                 raise ParamError(f"'{name}' must be an object")
+        elif self.kind == "layers":
+            if not isinstance(value, (str, dict, list)):
+                raise ParamError(f"'{name}' must be a layer graph, not {type(value).__name__}")
         if self.min is not None and value < self.min:
             raise ParamError(f"'{name}' value {value} is below minimum {_fmt(self.min)}")
         if self.max is not None and value > self.max:

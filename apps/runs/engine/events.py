@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -34,7 +34,9 @@ class Event:
     time: float = field(default_factory=time.time)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        """A shallow copy (summaries are never changed once sent): ``asdict``'s deep copy
+        cost a sixth of the server's time per event."""
+        return {k: v for k, v in vars(self).items() if v is not None}
 
 
 def json_number(x: float) -> float | str | None:

@@ -6,17 +6,21 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 import torch
+from torch.utils.data import DataLoader, Dataset
 
 StorageKey = tuple[str, int]  # (device, address): unique among storages alive together
 
 
 def tensors(value: Any) -> Iterator[torch.Tensor]:
-    """Every tensor in a value: itself, a module's parameters and buffers, inside containers."""
+    """Every tensor in a value: itself, a module's parameters and buffers, a dataset's samples
+    (a data loader's too), inside containers."""
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, torch.nn.Module):
         yield from value.parameters()
         yield from value.buffers()
+    elif isinstance(value, (Dataset, DataLoader)):
+        yield from tensors(vars(value))
     elif isinstance(value, dict):
         for v in value.values():
             yield from tensors(v)

@@ -1,0 +1,289 @@
+"""What the Data nodes hand on as a DATASET, and where its samples come from.
+
+A dataset is a map-style ``torch.utils.data.Dataset`` whose ``ds[i]`` is ``(x, y)``: x a
+float32 tensor (an image ``[C, H, W]`` or a table row ``[F]``), y an int64 class (0-d) or a
+mask. Samples are kept as two tensors (images as uint8 where the files hold bytes) and made
+into fresh float32 tensors one at a time, so nothing downstream can change a stored sample.
+
+Every source is read offline: scikit-learn's bundled Digits, Iris and Wine, or the files an
+administrator put in ``CODEFYUI_DATA_DIR``. A run worker reads each one once and keeps it
+(``functools.lru_cache``), so the next run does not read it again.
+"""
+from __future__ import annotations
+
+import functools
+import gzip
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from ..base import NodeError
+from ._helpers import shape_str
+
+
+class SampleSet(Dataset):
+    """Samples stored as two tensors: ``ds[i]`` is (inputs[i] × scale as float32, targets[i])."""
+
+    def __init__(self, inputs: torch.Tensor, targets: torch.Tensor, name: str,
+                 classes: tuple[str, ...] = (), scale: float = 1.0):
+        self.inputs, self.targets, self.scale = inputs, targets, scale
+        self.name, self.classes = name, list(classes)
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        x = self.inputs[index].to(torch.float32, copy=True)
+        if self.scale != 1.0:
+            x.mul_(self.scale)
+        return x, self.targets[index].clone()
+
+    def __repr__(self) -> str:
+        return describe(self)
+
+
+class TransformedSet(Dataset):
+    """Another dataset's samples resized and normalised on the way out: x → (resize(x) − shift) / spread."""
+
+    def __init__(self, base: Dataset, size: int, shift: torch.Tensor | float, spread: torch.Tensor | float):
+        self.base, self.size, self.shift, self.spread = base, size, shift, spread
+        self.name = getattr(base, "name", "")
+        self.classes = list(getattr(base, "classes", []))
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = self.base[index]
+        if self.size:
+            x = resize_image(x, self.size, "bilinear")
+            if isinstance(y, torch.Tensor) and y.dim() == 2:  # a segmentation mask follows its image
+                y = resize_image(y[None], self.size, "nearest")[0].to(y.dtype)
+        return (x - self.shift) / self.spread, y
+
+    def __repr__(self) -> str:
+        return describe(self)
+
+
+def resize_image(x: torch.Tensor, size: int, mode: str) -> torch.Tensor:
+    """A [C, H, W] image scaled to [C, size, size]."""
+    kwargs = {"align_corners": False, "antialias": True} if mode == "bilinear" else {}
+    return torch.nn.functional.interpolate(x[None].float(), size=(size, size), mode=mode, **kwargs)[0]
+
+
+def describe(ds: Dataset) -> str:
+    """'Digits (train): 1438 samples of [1, 8, 8], 10 classes', as summaries and logs show it."""
+    count = len(ds)
+    text = f"{getattr(ds, 'name', '') or type(ds).__name__}: {count} samples"
+    if count:
+        text += f" of {shape_str(ds[0][0].shape)}"
+    classes = getattr(ds, "classes", None)
+    return text + (f", {len(classes)} classes" if classes else "")
+
+
+def first_sample(ds: object, node: str) -> tuple[torch.Tensor, object]:
+    """The dataset's first (x, y), refusing what is not a non-empty dataset of samples."""
+    if isinstance(ds, torch.Tensor) or not (hasattr(ds, "__getitem__") and hasattr(ds, "__len__")):
+        raise NodeError(f"{node} needs a dataset (from Dataset, SyntheticShapes, …), but received a "
+                        f"{type(ds).__name__}")
+    if len(ds) == 0:
+        raise NodeError(f"{node}: the dataset is empty")
+    sample = ds[0]
+    if not (isinstance(sample, (tuple, list)) and len(sample) == 2 and isinstance(sample[0], torch.Tensor)):
+        raise NodeError(f"{node} needs a dataset whose samples are (input tensor, label) pairs")
+    return sample[0], sample[1]
+
+
+# -- the named datasets ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Source:
+    sample_shape: tuple[int, ...]
+    classes: tuple[str, ...]
+    total: int = 0                    # samples of a bundled set, split below
+    folder: str = ""                  # under CODEFYUI_DATA_DIR; "" = bundled with scikit-learn
+    files: dict[str, tuple[str, ...]] | None = None
+
+
+DIGITS = tuple(str(d) for d in range(10))
+_MNIST_FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+                "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+_CIFAR_RECORD = 1 + 3 * 32 * 32      # a label byte, then the red, green and blue planes
+
+SOURCES: dict[str, Source] = {
+    "Digits": Source((1, 8, 8), DIGITS, total=1797),
+    "Iris": Source((4,), ("setosa", "versicolor", "virginica"), total=150),
+    "Wine": Source((13,), ("class_0", "class_1", "class_2"), total=178),
+    "MNIST": Source((1, 28, 28), DIGITS, folder="MNIST/raw", files=_MNIST_FILES),
+    "FashionMNIST": Source((1, 28, 28), ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal",
+                                         "Shirt", "Sneaker", "Bag", "Ankle boot"),
+                           folder="FashionMNIST/raw", files=_MNIST_FILES),
+    "CIFAR10": Source((3, 32, 32), ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
+                                    "ship", "truck"), folder="cifar-10-batches-bin",
+                      files={"train": tuple(f"data_batch_{i}.bin" for i in range(1, 6)), "test": ("test_batch.bin",)}),
+}
+
+
+def in_test_split(total: int) -> np.ndarray:
+    """scikit-learn's sets are split the same way every time: every fifth sample (indices 4, 9,
+    14, …) is the test split, the rest the train split."""
+    return np.arange(total) % 5 == 4
+
+
+def elements(name: str, split: str, data_dir: str) -> int:
+    """How many numbers the split's inputs hold, from the files' headers (nothing read yet)."""
+    source = SOURCES[name]
+    if not source.folder:
+        test = int(in_test_split(source.total).sum())
+        count = test if split == "test" else source.total - test
+    elif name == "CIFAR10":
+        count = sum(p.stat().st_size // _CIFAR_RECORD for p in files(name, split, data_dir))
+    else:
+        count = _idx_header(files(name, split, data_dir)[0], 3)[0]
+    return count * math.prod(source.sample_shape)
+
+
+def files(name: str, split: str, data_dir: str) -> list[Path]:
+    """The split's files under CODEFYUI_DATA_DIR; the message lists those missing and where they go."""
+    wanted = SOURCES[name].files[split]
+    folder = Path(data_dir) / SOURCES[name].folder
+    gz = name != "CIFAR10"  # MNIST's files are published gzipped; CIFAR-10's batches come as they are
+    paths = [_find(folder, f, gz) for f in wanted]
+    missing = [f for f, p in zip(wanted, paths) if p is None]
+    if missing:
+        also = " (each may also end in .gz)" if gz else ""
+        raise NodeError(f"{name} ({split} split) needs {', '.join(missing)} in {folder}{also}. An administrator "
+                        "puts the files there (README, section Datasets); this server never downloads data.")
+    return paths
+
+
+@functools.lru_cache(maxsize=4)
+def load(name: str, split: str, data_dir: str) -> SampleSet:
+    """One split of a named dataset, read once per process (the caller checks its size first)."""
+    source = SOURCES[name]
+    if not source.folder:
+        return _bundled(name, split, source)
+    paths = files(name, split, data_dir)
+    inputs, targets = _cifar(paths) if name == "CIFAR10" else _idx_pair(*paths)
+    if tuple(inputs.shape[1:]) != source.sample_shape:
+        raise NodeError(f"The {name} files in {paths[0].parent} hold images of {shape_str(inputs.shape[1:])}, "
+                        f"not {shape_str(source.sample_shape)}")
+    return SampleSet(inputs, targets, f"{name} ({split})", source.classes, scale=1 / 255)
+
+
+def _bundled(name: str, split: str, source: Source) -> SampleSet:
+    from sklearn import datasets  # imported on first use: it takes a second
+
+    bunch = {"Digits": datasets.load_digits, "Iris": datasets.load_iris, "Wine": datasets.load_wine}[name]()
+    test = in_test_split(len(bunch.target))
+    keep = test if split == "test" else ~test
+    inputs = torch.tensor(bunch.data[keep], dtype=torch.float32).reshape(-1, *source.sample_shape)
+    if name == "Digits":
+        inputs /= 16  # the scans' grey levels are 0 to 16
+    return SampleSet(inputs, torch.tensor(bunch.target[keep], dtype=torch.int64), f"{name} ({split})", source.classes)
+
+
+def _find(folder: Path, name: str, gz: bool) -> Path | None:
+    return next((p for p in (folder / name, folder / f"{name}.gz")[:1 + gz] if p.is_file()), None)
+
+
+def _read(path: Path) -> bytes:
+    if path.suffix != ".gz":
+        return path.read_bytes()
+    try:
+        return gzip.decompress(path.read_bytes())
+    except (OSError, EOFError) as exc:
+        raise NodeError(f"{path} is not a readable .gz file ({exc})") from None
+
+
+def _idx_header(path: Path, dims: int, data: bytes | None = None) -> list[int]:
+    """The sizes an IDX file of unsigned bytes (MNIST's format) declares in its header."""
+    if data is None:
+        with (gzip.open(path) if path.suffix == ".gz" else path.open("rb")) as f:
+            try:
+                data = f.read(4 + 4 * dims)
+            except (OSError, EOFError):
+                data = b""
+    if len(data) < 4 + 4 * dims or int.from_bytes(data[:4], "big") != 0x0800 + dims:
+        raise NodeError(f"{path} is not an IDX file of {dims}-D bytes (MNIST's format)")
+    return [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
+
+
+def _idx(path: Path, dims: int) -> np.ndarray:
+    """An IDX file's values, shaped as its header says."""
+    data = _read(path)
+    shape, header = _idx_header(path, dims, data), 4 + 4 * dims
+    if len(data) != header + math.prod(shape):
+        raise NodeError(f"{path} is cut short or too long for its header {shape_str(shape)}")
+    return np.frombuffer(data, np.uint8, offset=header).reshape(shape)
+
+
+def _idx_pair(images: Path, labels: Path) -> tuple[torch.Tensor, torch.Tensor]:
+    pixels, classes = _idx(images, 3), _idx(labels, 1)
+    if len(pixels) != len(classes):
+        raise NodeError(f"{images.name} holds {len(pixels)} images but {labels.name} {len(classes)} labels")
+    return torch.from_numpy(pixels.copy()).unsqueeze(1), torch.from_numpy(classes.astype(np.int64))
+
+
+def _cifar(paths: list[Path]) -> tuple[torch.Tensor, torch.Tensor]:
+    """CIFAR-10's binary version: records of one label byte and 3 × 32 × 32 pixel bytes."""
+    record = _CIFAR_RECORD
+    parts = []
+    for path in paths:
+        data = np.frombuffer(_read(path), np.uint8)
+        if len(data) % record:
+            raise NodeError(f"{path} is not a CIFAR-10 binary batch (its size is not a whole number of records)")
+        parts.append(data.reshape(-1, record))
+    rows = np.concatenate(parts)
+    return (torch.from_numpy(rows[:, 1:].reshape(-1, 3, 32, 32).copy()),
+            torch.from_numpy(rows[:, 0].astype(np.int64)))
+
+
+# -- synthetic image sets ----------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=4)
+def blobs(n_samples: int, image_size: int, seed: int) -> SampleSet:
+    """Soft round blobs of random place and width on a dark ground, in [-1, 1], label 0 (for
+    generative models, which ignore it)."""
+    rng = np.random.default_rng(seed)
+    size = image_size
+    margin = max(2, size // 3)
+    centre_y, centre_x = (rng.uniform(margin, size - margin, (n_samples, 1, 1)) for _ in range(2))
+    width = rng.uniform(size / 5, size / 3.5, (n_samples, 1, 1))
+    ys, xs = np.mgrid[0:size, 0:size].astype(np.float32)
+    blob = np.exp(-((ys - centre_y) ** 2 + (xs - centre_x) ** 2) / (2 * width ** 2))
+    images = torch.from_numpy((blob * 2 - 1).astype(np.float32)).unsqueeze(1)
+    return SampleSet(images, torch.zeros(n_samples, dtype=torch.int64), "SyntheticShapes")
+
+
+SHAPE_CLASSES = ("background", "circle", "rectangle")
+
+
+@functools.lru_cache(maxsize=4)
+def shapes_with_masks(n_samples: int, image_size: int, noise: float, seed: int) -> SampleSet:
+    """One or two circles (grey 0.7, class 1) and rectangles (white, class 2) per image, with a
+    mask naming each pixel's class and noise on the image only."""
+    rng = np.random.default_rng(seed)
+    size = image_size
+    ys, xs = np.mgrid[0:size, 0:size]
+    images = np.zeros((n_samples, size, size), np.float32)
+    masks = np.zeros((n_samples, size, size), np.int64)
+    for image, mask in zip(images, masks):
+        for _ in range(rng.integers(1, 3)):
+            if rng.random() < 0.5:
+                radius = rng.integers(size // 8, size // 4)
+                cy, cx = rng.integers(radius, size - radius, 2)
+                inside = (ys - cy) ** 2 + (xs - cx) ** 2 <= radius ** 2
+                image[inside], mask[inside] = 0.7, 1
+            else:
+                h, w = rng.integers(size // 6, size // 3, 2)
+                top, left = rng.integers(0, size - h), rng.integers(0, size - w)
+                image[top:top + h, left:left + w], mask[top:top + h, left:left + w] = 1.0, 2
+    if noise > 0:
+        images += rng.normal(0.0, noise, images.shape).astype(np.float32)
+    images = torch.from_numpy(np.clip(images, 0.0, 1.0)).unsqueeze(1)
+    return SampleSet(images, torch.from_numpy(masks), "SyntheticSegmentation", SHAPE_CLASSES)
