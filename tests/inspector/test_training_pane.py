@@ -103,3 +103,11 @@ def test_the_loss_curve_draws_validation_dashed_and_marks_divergence():
     assert curve.diverged and len(curve.train.split()) == 3 and len(curve.val.split()) == 3
     assert curve.train.split()[2].endswith(f",{training.TOP}")  # drawn at the top
     assert training.loss_curve([], []) is None
+
+
+def test_grad_scaler_state_outside_fp16_reads_no_value_this_run(student_client, trained):
+    """IN13: the node ran and left grad_scaler_state empty (None) outside fp16."""
+    tab, run = trained
+    body = student_client.get(f"/editor/{tab.pk}/?node=train&run={run.pk}&view=forward").content.decode()
+    row = body[body.index('aria-label="Output grad_scaler_state"'):]
+    assert row[:row.index("</article>")].count("No value this run") == 1
