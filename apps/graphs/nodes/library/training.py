@@ -159,12 +159,11 @@ def _to(value: Any, device: torch.device) -> Any:
     return value.to(device, non_blocking=True) if isinstance(value, torch.Tensor) else value
 
 
-def _rebuilt_optimizer(optimizer: torch.optim.Optimizer, model: nn.Module) -> torch.optim.Optimizer:
-    """The same optimizer (class and settings) over this model's trainable weights, on their device."""
+def _rebuilt_optimizer(optimizer: torch.optim.Optimizer, weights: list[nn.Parameter]) -> torch.optim.Optimizer:
+    """The same optimizer (class and settings) over the model's trainable weights, on their device."""
     kind = type(optimizer)
     accepted = inspect.signature(kind.__init__).parameters
-    settings = {k: v for k, v in optimizer.defaults.items() if k in accepted}
-    return kind([p for p in model.parameters() if p.requires_grad], **settings)
+    return kind(weights, **{k: v for k, v in optimizer.defaults.items() if k in accepted})
 
 
 def _rebuilt_scheduler(scheduler: Any, optimizer: torch.optim.Optimizer) -> Any:
@@ -281,7 +280,8 @@ class _Training:
         self.model = model.to(self.device)
         if isinstance(loss_fn, nn.Module):
             self.loss_fn = loss_fn.to(self.device)
-        self.optimizer = _rebuilt_optimizer(optimizer, self.model)
+        self.weights = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = _rebuilt_optimizer(optimizer, self.weights)
         self.scheduler = _rebuilt_scheduler(scheduler, self.optimizer) if scheduler is not None else None
         self.epochs, self.patience = params["epochs"], params["early_stopping_patience"]
         self.clip, self.accumulate = params["grad_clip_norm"], params["accumulate_steps"]
@@ -391,16 +391,15 @@ class _Training:
         (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
 
     def optimizer_step(self) -> None:
-        params = [p for p in self.model.parameters() if p.requires_grad]
         if self.scaler is not None:
             if self.clip:
                 self.scaler.unscale_(self.optimizer)
-                nn.utils.clip_grad_norm_(params, self.clip)
+                nn.utils.clip_grad_norm_(self.weights, self.clip)
             self.scaler.step(self.optimizer)
             self.scaler.update()
             return
         if self.clip:
-            nn.utils.clip_grad_norm_(params, self.clip)
+            nn.utils.clip_grad_norm_(self.weights, self.clip)
         self.optimizer.step()
 
     def validate(self) -> float | None:
