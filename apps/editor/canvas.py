@@ -12,6 +12,7 @@ from apps.graphs.nodes.packs import MissingPack, missing_pack
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
 SHAPE_LABEL_BEFORE = 30  # px before the input an edge enters: its shape is written over the gap between cards
 PICTURE_H = 40           # room under the ports for a picture of the node's output, after a run
+PROGRESS_H = 30          # room under a training node's ports for its progress bar
 NOTE_COLOUR = "#FFF59D"  # editor/palette.css colours note cards with it
 MARGIN = 240
 
@@ -47,6 +48,8 @@ class CardView:
     badge: str = ""
     picture: Any = None    # a small picture of its output in that run (apps.inspector.pictures)
     missing: MissingPack | None = None  # the pack it needs that this server does not offer now
+    trains: bool = False   # reports training progress: its card has a progress bar
+    progress: Any = None   # that bar in the inspected run (apps.runs.status.progress_line)
 
 
 @dataclass
@@ -155,9 +158,11 @@ def _card(node: dict[str, Any], entry: bool, edges: list[dict[str, Any]], enable
         inputs, outputs = cls.input_ports(params), cls.output_ports(params)
         category, description = cls.category, cls.description
     missing = missing_pack(node["type"], enabled)
+    trains = bool(cls and cls.reports_training)
     rows = max(len(inputs), len(outputs), 1) + (1 if missing else 0)  # a row saying which pack it needs
     card = CardView(node["id"], cls.type if cls else node["type"], document.node_label(node), category,
-                    description, x, y, HEADER_H + rows * ROW_H + 6, entry=entry, missing=missing)
+                    description, x, y, HEADER_H + rows * ROW_H + 6 + (PROGRESS_H if trains else 0), entry=entry,
+                    missing=missing, trains=trains)
     card.inputs = [_port(p, x, y, i, "in") for i, p in enumerate(inputs)]
     card.outputs = [_port(p, x + CARD_W, y, i, "out") for i, p in enumerate(outputs)]
     return card

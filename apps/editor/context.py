@@ -16,7 +16,7 @@ from apps.inspector.values import shape_text
 from apps.runs import service
 from apps.runs.engine import available_devices, resolve_device
 from apps.runs.models import Run
-from apps.runs.status import badge
+from apps.runs.status import badge, progress_line
 from apps.runs.store import get_store
 from apps.stats.cache import get_cache as get_stats_cache
 from codefyui.access import canonical_uuid, find_visible, visible_to
@@ -53,7 +53,8 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     if selected and not any(n["id"] == selected for n in shown["nodes"]):
         selected = ""
     state = context["state"].but(node=selected, inside=block["id"] if block else "")
-    view = side_view(state, run, node_panel_shown=bool(selected) and not block)
+    selected_cls = edits.node_class(edits.find_node(shown, selected)) if selected else None
+    view = side_view(state, run, node_panel_shown=bool(selected) and not block, cls=selected_cls)
     if selected:  # carried on, so a reload or the next node keeps the column on this tab
         state = state.but(view=view)
     query = request.GET.get("q", "")
@@ -64,6 +65,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         card.status = subgraphs.rolled_up_status(card.id, statuses) if card.type == "Subgraph" else statuses.get(card.id, {})
         card.badge = badge(card.status)
         card.picture = pictures.get(card.id)
+        card.progress = progress_line(card.status.get("progress"))
     for edge in canvas.edges if not block else ():  # the shape that crossed each edge
         summary = (statuses.get(edge.source, {}).get("summary") or {}).get(edge.port) or {}
         edge.shape = shape_text(summary["shape"]) if "shape" in summary else ""
@@ -85,7 +87,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         context["inspector"] = inspector(request, doc, selected, run, view)
     if context["selected"] is not None:  # its edges, as a list the keyboard reaches (the drawn ones are mouse-only)
         context["connections"] = [e for e in canvas.edges if not e.trigger and selected in (e.source, e.target)]
-    context["side_tabs"] = side_tabs(view, node_panel_shown=context["selected"] is not None)
+    context["side_tabs"] = side_tabs(view, node_panel_shown=context["selected"] is not None, cls=selected_cls)
     context["segment_choices"] = [(n["id"], document.node_label(n)) for n in doc["nodes"] if n["type"] != "note"]
     context["plugin_panel"] = plugin_panel(prefs, enabled, edits.find_node(shown, selected)["type"] if selected else None)
     return context
@@ -127,9 +129,11 @@ def inspection(request, doc: dict[str, Any], node_id: str, run: Run | None) -> I
             offsets[key[2:]] = (numbers[0], numbers[1])
     block = open_block(request, doc)
     shown, fed = subgraphs.inside_view(block) if block else (doc, {})
+    epoch = document.WHOLE_NUMBER.fullmatch(request.GET.get("epoch", ""))
     return Inspection(doc=shown, node_id=node_id, run_id=str(run.id) if run else None, run=run_view(run),
                       store=get_store(), record_now=document.run_settings(doc)["record_outputs"],
-                      after_run=block is not None, block_inputs=fed, slices=slices, offsets=offsets)
+                      after_run=block is not None, block_inputs=fed, slices=slices, offsets=offsets,
+                      epoch=int(epoch[1]) if epoch else None)
 
 
 def open_block(request, doc: dict[str, Any]) -> dict[str, Any] | None:
@@ -144,17 +148,20 @@ def inspector(request, doc: dict[str, Any], node_id: str, run: Run | None, view:
             "label": document.node_label(edits.find_node(ins.doc, node_id)), **tab.context(ins)}
 
 
-def side_view(state: PageState, run: Run | None, node_panel_shown: bool) -> str:
-    """Which tab of the right-hand column shows: the one asked for, else the Inspector's
-    Forward once there is a run to read, else the node's parameters."""
+def side_view(state: PageState, run: Run | None, node_panel_shown: bool, cls=None) -> str:
+    """Which tab of the right-hand column shows: the one asked for (if the node has it), else
+    the Inspector's Forward once there is a run to read, else the node's parameters."""
     view = state.view or ("forward" if run else NODE_VIEW)
+    if view in TABS and not TABS[view].shows_for(cls):
+        view = "forward"
     return "forward" if view == NODE_VIEW and not node_panel_shown else view
 
 
-def side_tabs(current: str, node_panel_shown: bool) -> list[dict[str, Any]]:
-    """The right-hand column's tabs: Node (when its panel can show), then the Inspector's."""
+def side_tabs(current: str, node_panel_shown: bool, cls=None) -> list[dict[str, Any]]:
+    """The right-hand column's tabs: Node (when its panel can show), then the Inspector's
+    that the node has (Training only for a node that trains)."""
     tabs = [{"slug": NODE_VIEW, "title": "Node", "inspector": False}] if node_panel_shown else []
-    tabs += [{"slug": t.slug, "title": t.title, "inspector": True} for t in TABS.values()]
+    tabs += [{"slug": t.slug, "title": t.title, "inspector": True} for t in TABS.values() if t.shows_for(cls)]
     for t in tabs:
         t["current"] = t["slug"] == current
     return tabs

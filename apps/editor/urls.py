@@ -58,5 +58,6 @@ urlpatterns = [
     # The Inspector's fragments and Node details. Node ids inside a block contain "/" ("block/inner").
     path("<int:tab_id>/edges/<str:edge_id>/", inspector.edge_summary, name="edge-summary"),
     path("<int:tab_id>/inspect/<path:node_id>/row", inspector.inspect_row, name="inspect-row"),
+    path("<int:tab_id>/training/<path:node_id>/", inspector.training, name="training"),
     path("<int:tab_id>/details/<path:node_id>/", details.node_details, name="node-details"),
 ]

@@ -98,3 +98,24 @@ def gradient_state(run: RunView | None, producer: str, lookup: Any, *, record_no
     forward pass); a gradient kept as None took no part in the backward pass."""
     state = row_state(run, producer, lookup, record_now=record_now, after_run=True)
     return RowState(NO_GRADIENT) if state.message == NO_VALUE else state
+
+
+def progress_state(run: RunView | None, node_id: str) -> RowState:
+    """The Training pane's state: the node's reported progress in the run, or a message.
+    Progress is status the run reports whatever Record node outputs says, so it needs no
+    capture; the epochs it recorded are rows of their own (``row_state``)."""
+    if run is None:
+        return RowState(NOTHING_CAPTURED)
+    node = run.nodes.get(node_id, {})
+    status, progress = node.get("status"), node.get("progress")
+    if status == "error" and not progress:
+        return RowState(FAILED)
+    if status == "interrupted" and not progress:
+        return RowState(INTERRUPTED)
+    if not run.finished and status in (None, "queued"):
+        return RowState(WAITING, waiting=True)
+    if run.finished and status in (None, "skipped"):
+        return RowState(NOT_IN_RUN)
+    if progress is None:
+        return RowState(RUNNING, waiting=True) if not run.finished else RowState(NO_VALUE)
+    return RowState(value=progress, waiting=not run.finished and status == "running")

@@ -19,7 +19,10 @@ from apps.graphs.nodes.base import PORT_COLOURS
 from apps.runs.engine import gradients as gr
 from apps.runs.store import CaptureStore, StoreUnreachable
 
+from apps.runs.status import progress_line
+
 from . import capture_state as cs
+from . import training
 from .pictures import Picture, picture
 from .values import Health, health, shape_text, view
 
@@ -39,6 +42,7 @@ class Inspection:
     slices: dict[str, list[int]] = field(default_factory=dict)      # row key -> leading indices
     offsets: dict[str, tuple[int, int]] = field(default_factory=dict)  # row key -> (row, col) of the window
     serials: dict[tuple[str, str], int] = field(default_factory=dict)  # (node, port) -> capture serial seen
+    epoch: int | None = None                                        # the Training pane's chosen epoch
 
     def lookup(self, producer: str, port: str) -> Any:
         if self.run_id is None:
@@ -240,6 +244,11 @@ class InspectorTab(ABC):
     title: str
     template: str
 
+    @staticmethod
+    def shows_for(cls) -> bool:
+        """Whether a node of this class has the tab."""
+        return True
+
     @abstractmethod
     def context(self, ins: Inspection) -> dict[str, Any]:
         """What the tab's template lays out."""
@@ -279,6 +288,46 @@ class Backward(InspectorTab):
         return {"state": state, "target": target, "outputs": outputs, "weights": weights, "layers": layer_rows(ins)}
 
 
+class Training(InspectorTab):
+    """A training node's progress (live while it trains) and, with Record node outputs on, the
+    epochs it recorded: pick one to see its losses and every layer's weights then."""
+    slug, title, template = "training", "Training", "inspector/_training.html"
+
+    @staticmethod
+    def shows_for(cls) -> bool:
+        return bool(getattr(cls, "reports_training", False))
+
+    def context(self, ins):
+        state = cs.progress_state(ins.run, ins.node_id)
+        progress = state.value if state.has_value else {}
+        epochs = training.recorded_epochs(_ports(ins), ins.node_id)
+        chosen = ins.epoch if ins.epoch in epochs else (epochs[-1] if epochs else None)
+        lookup = ins.lookup(ins.node_id, f"__epoch{chosen}") if chosen else cs.MISSING
+        snapshot = cs.row_state(ins.run, ins.node_id, lookup, record_now=ins.record_now)
+        weights = []
+        if snapshot.has_value:
+            serial = ins.serials.get((ins.node_id, f"__epoch{chosen}"))
+            for name, tensor in snapshot.value["weights"].items():
+                key = ("epoch", ins.run_id, serial, name)
+                if (made := _VIEWS.get(key)) is None:
+                    _VIEWS.put(key, made := view(tensor))
+                weights.append({"name": name, "view": made})
+        return {"state": state, "node": ins.node_id, "summary": training.summary(progress),
+                "bar": progress_line(progress), "parameters": training.parameter_rows(progress.get("config", {})),
+                "curve": training.loss_curve(progress.get("losses", []), progress.get("val_losses", [])),
+                "epochs": training.epoch_rows(progress), "recorded": epochs, "chosen": chosen,
+                "snapshot": snapshot, "weights": weights}
+
+
+def _ports(ins: Inspection) -> list[tuple[str, str]] | None:
+    if ins.run_id is None:
+        return None
+    try:
+        return ins.store.ports(ins.run_id)
+    except StoreUnreachable:
+        return None
+
+
 def _recorded_extra(ins: Inspection, port: str, backward: bool, holder: str | None = None) -> cs.RowState:
     """Steps and gradients are extra captures: a run the store still holds without them
     simply recorded none (the tab's own empty state), rather than expired. ``holder``: the
@@ -296,4 +345,4 @@ def _holds(ins: Inspection) -> bool:
         return False
 
 
-TABS: dict[str, InspectorTab] = {t.slug: t for t in (Forward(), Steps(), Backward())}
+TABS: dict[str, InspectorTab] = {t.slug: t for t in (Forward(), Steps(), Backward(), Training())}

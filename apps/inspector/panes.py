@@ -1,6 +1,6 @@
 """Node details' panes: small tab classes like the Inspector's own (a slug, a title, a
 template and ``context()``), each saying whether a node has it. PANES lists them in the
-seed's order; a pane to come (Code, Training) is one more class in it."""
+seed's order; a pane to come (Code) is one more class in it."""
 from __future__ import annotations
 
 from typing import Any
@@ -66,6 +66,17 @@ class AfterRun(DetailsPane):
         return self.tab.context(ins)
 
 
+class TrainingPane(DetailsPane):
+    """The Inspector's Training tab, for a node that trains."""
+    slug, title, template = TABS["training"].slug, TABS["training"].title, TABS["training"].template
+
+    def applies(self, cls, has_run):
+        return TABS["training"].shows_for(cls)
+
+    def context(self, ins):
+        return TABS["training"].context(ins)
+
+
 class Stats(DetailsPane):
     slug, title, template = "stats", "Stats", "inspector/_stats.html"
 
@@ -82,7 +93,7 @@ class Docs(DetailsPane):
         return {"cls": cls, "outputs": cls.output_ports(edits.params_of(node)) if cls else []}
 
 
-PANES: tuple[DetailsPane, ...] = (Subgraph(), Layers(), Inputs(), Outputs(), AfterRun(TABS["steps"]),
+PANES: tuple[DetailsPane, ...] = (Subgraph(), Layers(), Inputs(), Outputs(), TrainingPane(), AfterRun(TABS["steps"]),
                                   AfterRun(TABS["backward"]), Stats(), Docs())
 
 

@@ -13,7 +13,7 @@ from codefyui.access import find_visible
 from . import push, service
 from .engine import events as ev
 from .models import Run
-from .status import badge
+from .status import badge, progress_line
 
 
 class RunConsumer(AsyncWebsocketConsumer):
@@ -59,6 +59,9 @@ def fragment(event: dict) -> str:
     """The HTML an event becomes: badge, log row and/or run status, each with hx-swap-oob."""
     kind, node_id = event["kind"], event.get("node_id")
     parts = []
+    if kind == ev.PROGRESS:  # the card's bar; a node inside a block has no card of its own
+        return "" if "/" in (node_id or "") else render_to_string("editor/_progress.html", {
+            "node_id": node_id, "progress": progress_line(event.get("data")), "oob": True})
     if node_id and kind.startswith("node_"):
         status = {"status": kind.removeprefix("node_"), "error": event.get("error")}
         parts.append(render_to_string("editor/_badge.html", {"card": _Card(node_id, status), "oob": True}))

@@ -386,12 +386,17 @@ class _Recorder:
             self.fields.update(status=ev.TERMINAL_STATUS[event.kind], error=event.error or "",
                                finished=timezone.now())
             return True
-        if event.node_id and event.kind.startswith("node_"):
+        if event.kind == ev.PROGRESS and event.node_id:
+            self.nodes.setdefault(event.node_id, {"status": "running"})["progress"] = event.data
+            self._dirty = True
+        elif event.node_id and event.kind.startswith("node_"):
             node = {"status": event.kind.removeprefix("node_")}
             if event.error:
                 node["error"] = event.error
             if event.summary is not None:
                 node["summary"] = event.summary
+            if "progress" in self.nodes.get(event.node_id, {}):  # the Training pane reads it after the run too
+                node["progress"] = self.nodes[event.node_id]["progress"]
             self.nodes[event.node_id] = node
             self._dirty = True
         return False

@@ -13,3 +13,16 @@ def badge(status: dict[str, Any]) -> str:
     if kind == "error":
         return f"Error: {status.get('error', '')}"
     return BADGES.get(kind, "")
+
+
+def progress_line(progress: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A training node's progress as its card's bar says it: "Epoch 3/10 · batch 12/45", and
+    how far along the whole training it is (value of max)."""
+    if not progress or not progress.get("epochs"):
+        return None
+    epoch, epochs = progress.get("epoch") or 1, progress["epochs"]
+    batch, batches = progress.get("batch") or 0, progress.get("batches") or 0
+    text = f"Epoch {epoch}/{epochs}" + (f" · batch {batch}/{batches}" if batches else "")
+    if not batches:
+        return {"text": text, "value": epoch - 1, "max": epochs}
+    return {"text": text, "value": (epoch - 1) * batches + batch, "max": epochs * batches}

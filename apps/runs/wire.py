@@ -34,10 +34,14 @@ class _Pickler(ForkingPickler):
         super().__init__(file, pickle.HIGHEST_PROTOCOL)
         self._fds = fds
         self._index: dict[int, int] = {}
+        # A storage made only while pickling (a torch.Generator's state) would close its fd
+        # when freed, before the message goes: kept until the pickler is.
+        self.storages: list[torch.UntypedStorage] = []
 
     def persistent_id(self, obj: Any):
         if type(obj) is not torch.UntypedStorage or obj.device.type != "cpu" or obj.nbytes() == 0:
             return None
+        self.storages.append(obj)
         fd, size = obj._share_fd_cpu_()   # moves the bytes into shared memory once; the fd stays the storage's
         if fd not in self._index:
             self._index[fd] = len(self._fds)
@@ -71,7 +75,8 @@ class Wire:
     def send(self, message: Any) -> None:
         """Raises what pickling raises before anything is written, OSError when the other end is gone."""
         buffer, fds = io.BytesIO(), []
-        _Pickler(buffer, fds).dump(message)
+        pickler = _Pickler(buffer, fds)   # holds the message's storages (and so their fds) until sent
+        pickler.dump(message)
         payload = buffer.getbuffer()
         head = _HEAD.pack(len(payload), len(fds))
         with self._lock:

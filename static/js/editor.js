@@ -208,6 +208,13 @@
         if (row.dataset.waitsFor === node) htmx.trigger(row, "node-finished");
       });
     });
+    // A training node's pushed bar: its Training pane re-fetches itself (throttled by htmx).
+    t.content.querySelectorAll("[id^='progress-']").forEach(function (bar) {
+      var node = bar.id.slice(9);
+      document.querySelectorAll("[data-progress-of]").forEach(function (pane) {
+        if (pane.dataset.progressOf === node) htmx.trigger(pane, "node-progress");
+      });
+    });
     var status = t.content.querySelector("#run-status");
     if (status && /status-(succeeded|failed|cancelled)/.test(status.className)) {
       // The run is over: re-render the editor so everything (Stop, Runs panel, Backward…) is current.

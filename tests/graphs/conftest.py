@@ -1,6 +1,8 @@
 """A stand-in for the engine's RunContext, so nodes can be run without the engine or Django."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
@@ -22,6 +24,11 @@ class FakeContext:
         self.gradients = False
         self.logs: list[str] = []
         self.steps: list[dict] = []
+        self.reports: list[dict] = []            # progress(**data), every one (the engine sends fewer)
+        self.recording = False
+        self.captures: dict[str, object] = {}
+        self.stop_after: int | None = None       # cancelled() turns true after this many asks
+        self._asked = 0
 
     def generator(self) -> torch.Generator:
         return torch.Generator().manual_seed(0)
@@ -55,6 +62,20 @@ class FakeContext:
             return use(self.files)
         except FileRefused as exc:
             raise NodeError(str(exc)) from None
+
+    def cancelled(self) -> bool:
+        self._asked += 1
+        return self.stop_after is not None and self._asked > self.stop_after
+
+    def progress(self, **data) -> None:
+        self.reports.append(data)
+
+    def capture(self, port, value) -> None:
+        if self.recording:
+            self.captures[port] = value
+
+    def unguarded(self):
+        return contextlib.nullcontext()
 
 
 @pytest.fixture

@@ -46,3 +46,12 @@ def test_a_closed_end_reads_as_the_end(ends):
     sender.close()
     with pytest.raises(EOFError):
         receiver.recv()
+
+
+def test_a_storage_made_only_while_pickling_crosses(ends):
+    """A generator pickles its state as a fresh tensor: its storage lives until the message has gone."""
+    sender, receiver = ends
+    generator = torch.Generator().manual_seed(7)
+    sender.send(("capture", "node", "dataloader", generator))
+    got = receiver.recv()[3]
+    assert torch.equal(got.get_state(), generator.get_state())

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET
 
 from apps.graphs import document
 from apps.inspector import capture_state as cs
-from apps.inspector.panel import find_row
+from apps.inspector.panel import TABS, find_row
 from apps.inspector.values import fmt, shape_text
 from codefyui.access import get_visible
 
@@ -45,6 +45,18 @@ def inspect_row(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse
     if row is None:
         return _gone(request, PORT_GONE)
     return render(request, "inspector/_row.html", {"row": row, "tab": tab, "state": _state(request, node_id, run)})
+
+
+@require_GET
+def training(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    """The live part of a training node's Training pane, re-fetched while it trains."""
+    tab = get_visible(Tab.objects, request.user, tab_id)
+    run = inspected_run(request, tab)
+    ins = inspection(request, tab.document, node_id, run)
+    if not any(n["id"] == node_id for n in ins.doc["nodes"]):
+        return _gone(request, NODE_GONE)
+    return render(request, "inspector/_training.html#live", {
+        "tab": tab, "state": _state(request, node_id, run), "inspector": TABS["training"].context(ins)})
 
 
 @require_GET

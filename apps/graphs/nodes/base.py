@@ -156,6 +156,12 @@ class RunContext(Protocol):
     # file, within the quota); a name that leaves them is refused with a message naming ``param``.
     def user_file(self, name: str, param: str = "path") -> Any: ...      # a pathlib.Path
     def save_user_file(self, name: str, data: bytes, param: str = "path") -> str: ...  # the name saved
+    def cancelled(self) -> bool: ...                      # Stop or the run's deadline came: end within a batch
+    def progress(self, **data: Any) -> None: ...          # the node's progress so far (sent at most 4 times a second)
+    recording: bool        # Record node outputs is on: extra captures are kept
+    def capture(self, port: str, value: Any) -> None: ... # an extra capture ("__epoch3"), kept while recording
+    def unguarded(self) -> Any: ...                       # a block whose ops skip the element-limit guard:
+                                                          # a repeated step it already passed at a size as large
 
 
 # -- nodes ------------------------------------------------------------------------------
@@ -176,6 +182,7 @@ class Node(ABC):
     records_steps: ClassVar[bool] = False # emits a __steps__ trace with Verbose internals on
     mutates_inputs: ClassVar[bool] = False  # writes into its input tensors: the engine passes copies
     subgraph: ClassVar[bool] = False      # a block of nodes: the engine runs its inside instead
+    reports_training: ClassVar[bool] = False  # trains a model and reports its progress: the Training pane
 
     @abstractmethod
     def run(self, ctx: RunContext, params: dict[str, Any], **inputs: Any) -> dict[str, Any]:

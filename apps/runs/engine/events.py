@@ -13,6 +13,7 @@ RUN_STARTED = "run_started"
 NODE_RUNNING, NODE_COMPLETED, NODE_CACHED = "node_running", "node_completed", "node_cached"
 NODE_ERROR, NODE_SKIPPED = "node_error", "node_skipped"
 LOG = "log"
+PROGRESS = "progress"                       # a node's progress (TrainingLoop: epoch, batch, losses), in data
 RUN_COMPLETED, RUN_FAILED, RUN_STOPPED = "run_completed", "run_failed", "run_stopped"
 # The status a run ends with after each terminal event (a Run row's, a RunOutcome's).
 TERMINAL_STATUS = {RUN_COMPLETED: "succeeded", RUN_FAILED: "failed", RUN_STOPPED: "cancelled"}
@@ -29,7 +30,7 @@ class Event:
     error: str | None = None
     text: str | None = None                 # a log line (Print output, warnings)
     level: str = "info"                     # info | success | warning | error
-    data: dict[str, Any] | None = None      # run_started: {"device": ...}
+    data: dict[str, Any] | None = None      # run_started: {"device": ...}; progress: what the node reports
     time: float = field(default_factory=time.time)
 
     def to_dict(self) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from . import events as ev
 from .cache import CacheScope, ExecutionCache, cache_key
 from .files import FileRefused, UserFiles
 from .gradients import RUN, TARGET, GradientCapture, pick_target
-from .limits import element_limit
+from .limits import element_limit, suspended
 from .storage import RecordingStopped
 from .plan import Plan, PlannedNode
 from .weights import WEIGHTS, structure_hash
@@ -118,17 +118,26 @@ def node_seed(seed: int, node_id: str) -> int:
 
 # -- what a node sees of the engine ------------------------------------------------------
 
+PROGRESS_EVERY_S = 0.25  # a node's progress reaches the socket at most 4 times a second
+
+
 class _Context:
     def __init__(self, node: PlannedNode, options: RunOptions, device: torch.device, emit: Emit,
-                 gradients: GradientCapture | None = None):
+                 gradients: GradientCapture | None = None, cancel: threading.Event | None = None,
+                 deadline: float = float("inf"), capture: Callable[[str, str, Any], None] | None = None):
         self.node_id = node.id
         self.device = device
         self.seed = node_seed(options.seed, node.id) if options.seed is not None else None
         self.verbose = options.verbose
         self.gradients = gradients is not None
+        self.recording = capture is not None
         self.logs: list[str] = []
         self.steps: list[dict[str, Any]] = []
+        self.stopped = False          # the node saw cancelled() come true
         self._options, self._emit, self._node, self._gradients = options, emit, node, gradients
+        self._cancel, self._deadline, self._capture = cancel or threading.Event(), deadline, capture
+        self._progress: dict[str, Any] | None = None
+        self._progress_sent = 0.0
 
     def generator(self) -> torch.Generator:
         g = torch.Generator()
@@ -152,6 +161,32 @@ class _Context:
             self.steps.append({"name": name, "description": description,
                                "tensors": {k: v.detach().clone() for k, v in (tensors or {}).items()},
                                "scalars": dict(scalars or {})})
+
+    def cancelled(self) -> bool:
+        if self._cancel.is_set() or time.monotonic() > self._deadline:
+            self.stopped = True
+        return self.stopped
+
+    def progress(self, **data: Any) -> None:
+        """Keep the newest report; send it unless one went out under PROGRESS_EVERY_S ago.
+        A report says everything so far, so one held back loses nothing: the next one, or
+        ``flush_progress`` when the node returns, carries it."""
+        self._progress = data
+        if time.monotonic() - self._progress_sent >= PROGRESS_EVERY_S:
+            self.flush_progress()
+
+    def flush_progress(self) -> None:
+        if self._progress is not None:
+            data, self._progress = self._progress, None
+            self._emit(ev.Event(ev.PROGRESS, self._options.run_id, self.node_id, data=data))
+            self._progress_sent = time.monotonic()
+
+    def capture(self, port: str, value: Any) -> None:
+        if self._capture is not None:
+            self._capture(self.node_id, port, value)
+
+    def unguarded(self):
+        return suspended()
 
     def module(self, build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
         module = self._module(build)
@@ -263,11 +298,13 @@ class _Runner:
                 self.dependents.setdefault(dep, []).append(i)
         self.order = {i: k for k, i in enumerate(plan.nodes)}
         self.ready = [(self.order[i], i) for i, deps in self.waiting.items() if not deps]  # a heap, in plan order
+        self.deadline = float("inf")
+        self.stopped_inside = False   # a node ended early because it saw the Stop
 
     def run(self) -> RunOutcome:
         opts = self.options
         workers = 1 if opts.one_node_at_a_time else max(1, opts.max_parallel)
-        deadline = time.monotonic() + opts.timeout_s
+        self.deadline = deadline = time.monotonic() + opts.timeout_s
         pool = ThreadPoolExecutor(workers, thread_name_prefix=f"run-{opts.run_id[:8]}")
         running: dict[Future, str] = {}
         failure: str | None = None
@@ -291,7 +328,7 @@ class _Runner:
                     failure = failure or error
             if failure:
                 return self._finish(ev.RUN_FAILED, failure)
-            if self.cancel.is_set() and len(self.results) < len(self.plan.nodes):
+            if self.cancel.is_set() and (len(self.results) < len(self.plan.nodes) or self.stopped_inside):
                 return self._finish(ev.RUN_STOPPED, "Execution cancelled")
             if self.gradients is not None:
                 self._backward()
@@ -301,7 +338,8 @@ class _Runner:
 
     # A node in a worker thread: returns ("ok", outputs, ctx, seconds) or ("error", message, ctx, seconds).
     def _run_node(self, node: PlannedNode) -> tuple:
-        ctx = _Context(node, self.options, self.device, self.emit, self.gradients)
+        ctx = _Context(node, self.options, self.device, self.emit, self.gradients, self.cancel, self.deadline,
+                       self._capture_one if self.captures is not None else None)
         started = time.perf_counter()
         try:
             inputs = self._inputs(node)
@@ -312,6 +350,8 @@ class _Runner:
                 random.seed(ctx.seed)
             with element_limit(node.label, self.options.max_elements):
                 outputs = node.cls().run(ctx, dict(node.params), **inputs)
+            ctx.flush_progress()
+            self.stopped_inside = self.stopped_inside or ctx.stopped
             if not isinstance(outputs, dict):
                 raise NodeError(f"returned {type(outputs).__name__} instead of its outputs")
             if any(inputs[k]._version != v for k, v in versions.items()):
@@ -377,9 +417,10 @@ class _Runner:
     def _capture(self, node_id: str, outputs: dict[str, Any], steps: list) -> None:
         ports = [(port, value) for port, value in outputs.items() if not port.startswith("__")]
         for port, value in ports + ([("__steps__", steps)] if steps else []):
-            self._keep(node_id, port, value)
+            self._capture_one(node_id, port, value)
 
-    def _keep(self, node_id: str, port: str, value: Any) -> None:
+    def _capture_one(self, node_id: str, port: str, value: Any) -> None:
+        """Keep one capture (a node's own extra ones, such as "__epoch3", come while it runs)."""
         try:
             self.captures.put(self.options.run_id, node_id, port, value)
         except RecordingStopped as stop:
@@ -399,7 +440,7 @@ class _Runner:
         _log(self.emit, self.outcome, self.options.run_id, None, target.text, level)
         if self.captures is not None:
             for node_id, port, value in self.gradients.kept(self.plan, self.results, target):
-                self._keep(node_id, port, value)
+                self._capture_one(node_id, port, value)
 
     def _done(self, node: PlannedNode, outputs: dict[str, Any]) -> None:
         self.results[node.id] = outputs
@@ -412,8 +453,8 @@ class _Runner:
 
     def _finish(self, kind: str, error: str | None = None) -> RunOutcome:
         if self.gradients is not None and kind != ev.RUN_COMPLETED and self.captures is not None:
-            self._keep(RUN, TARGET, {"ran": False, "shown": False,
-                                     "text": "Capture gradients: no backward pass ran: the run did not finish"})
+            self._capture_one(RUN, TARGET, {"ran": False, "shown": False,
+                                            "text": "Capture gradients: no backward pass ran: the run did not finish"})
         return _finish(self.plan, self.outcome, self.emit, kind, error)
 
 
