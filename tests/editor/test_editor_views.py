@@ -233,7 +233,6 @@ def test_an_unavailable_device_falls_back_to_cpu_and_says_so(student_client, tab
 
 def test_this_server_shows_version_counts_and_store_usage(student_client, tab):
     """SP21: This Server shows the version, node and preset counts, and each store's usage, with Refresh."""
-    from apps.editor.palette import catalogue
     body = page(student_client, tab)
     counts = f"{len(palette.catalogue())} nodes · {len(presets.available())} presets"
     assert counts in body and "Recorded outputs: 0 of 20 runs" in body and ">Refresh</a>" in body
