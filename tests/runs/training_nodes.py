@@ -11,8 +11,8 @@ from apps.graphs.nodes.base import Node, Param, Port, register
 
 
 @register
-class TinyModel(Node):
-    type = "test:TinyModel"
+class TinyNet(Node):
+    type = "test:TinyNet"
     category = "Training"
     outputs = (Port("model", "MODEL"),)
     stateful = True
@@ -40,7 +40,7 @@ class TinyLoader(Node):
 
 
 def training_graph(epochs: int = 3, n: int = 32, lr: float = 0.1, batch_size: int = 8, **loop) -> dict:
-    """Start -> TinyModel -> Optimizer, TinyLoader and Loss -> TrainingLoop."""
+    """Start -> TinyNet -> Optimizer, TinyLoader and Loss -> TrainingLoop."""
     def node(id_, type_, x, **params):
         return {"id": id_, "type": type_, "position": {"x": x, "y": 0}, "data": {"params": params}}
 
@@ -49,7 +49,7 @@ def training_graph(epochs: int = 3, n: int = 32, lr: float = 0.1, batch_size: in
                 "target": target, "targetHandle": handle}
 
     return {"name": "training", "nodes": [
-        node("start", "Start", 0), node("model", "test:TinyModel", 200), node("data", "test:TinyLoader", 200, n=n, batch_size=batch_size),
+        node("start", "Start", 0), node("model", "test:TinyNet", 200), node("data", "test:TinyLoader", 200, n=n, batch_size=batch_size),
         node("opt", "Optimizer", 400, type="SGD", lr=lr), node("loss", "Loss", 400),
         node("train", "TrainingLoop", 600, epochs=epochs, **loop)],
         "edges": [{"id": "t", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": "model",
