@@ -113,7 +113,8 @@ def inspection(request, doc: dict[str, Any], node_id: str, run: Run | None) -> I
     shown, fed = subgraphs.inside_view(block) if block else (doc, {})
     return Inspection(doc=shown, node_id=node_id, run_id=str(run.id) if run else None, run=run_view(run),
                       store=get_store(), record_now=document.run_settings(doc)["record_outputs"],
-                      after_run=block is not None, block_inputs=fed, slices=slices, offsets=offsets)
+                      after_run=block is not None, block_inputs=fed, slices=slices, offsets=offsets,
+                      step=int(m[1]) if (m := document.WHOLE_NUMBER.fullmatch(request.GET.get("step", ""))) else 1)
 
 
 def open_block(request, doc: dict[str, Any]) -> dict[str, Any] | None:

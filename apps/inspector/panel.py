@@ -20,7 +20,7 @@ from apps.runs.store import CaptureStore, StoreUnreachable
 
 from . import capture_state as cs
 from .pictures import Picture, picture
-from .values import shape_text, view
+from .values import fmt, shape_text, view
 
 
 @dataclass
@@ -38,6 +38,7 @@ class Inspection:
     slices: dict[str, list[int]] = field(default_factory=dict)      # row key -> leading indices
     offsets: dict[str, tuple[int, int]] = field(default_factory=dict)  # row key -> (row, col) of the window
     serials: dict[tuple[str, str], int] = field(default_factory=dict)  # (node, port) -> capture serial seen
+    step: int = 1                                                   # the Steps tab's row, counted from 1
 
     def lookup(self, producer: str, port: str) -> Any:
         if self.run_id is None:
@@ -223,17 +224,26 @@ class Forward(InspectorTab):
 
 
 class Steps(InspectorTab):
+    """The __steps__ trace one row at a time: every step's name to choose from, and the chosen
+    one's description (Markdown and maths), scalars and tensors as the Forward tab's grids."""
     slug, title, template = "steps", "Steps", "inspector/_steps.html"
 
     def context(self, ins):
         state = _recorded_extra(ins, "__steps__", backward=False)
-        steps = []
-        if state.has_value:
-            for i, step in enumerate(state.value):
-                steps.append({"number": i + 1, "name": step["name"], "description": step.get("description", ""),
-                              "scalars": step.get("scalars", {}),
-                              "tensors": [(k, view(v)) for k, v in step.get("tensors", {}).items()]})
-        return {"state": state, "steps": steps}
+        trace = state.value if state.has_value else []
+        if not trace:
+            return {"state": state, "steps": []}
+        number = min(max(1, ins.step), len(trace))
+        chosen = trace[number - 1]
+        tensors = []
+        for name, value in chosen.get("tensors", {}).items():
+            key = f"step{number}.{name}"
+            tensors.append({"name": name, "key": key,
+                            "view": view(value, ins.slices.get(key), ins.offsets.get(key, (0, 0)))})
+        return {"state": state, "steps": [{"number": i, "name": s["name"]} for i, s in enumerate(trace, 1)],
+                "step": {"number": number, "name": chosen["name"], "description": chosen.get("description", ""),
+                         "scalars": [(k, fmt(v)) for k, v in chosen.get("scalars", {}).items()],
+                         "tensors": tensors}}
 
 
 class Backward(InspectorTab):
