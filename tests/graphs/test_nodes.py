@@ -1,6 +1,8 @@
 """The node catalogue: declarations, and each node run on tiny inputs through a fake context."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from torch import nn
@@ -151,6 +153,50 @@ def test_records_steps_names_follow_the_reference(ctx):
         raw, inputs = SMALL_RUNS[type_key]
         run(ctx, type_key, raw, **inputs)
         assert [s["name"] for s in ctx.steps] == names, type_key
+
+
+def traced(ctx, type_key):
+    ctx.verbose = True
+    raw, inputs = SMALL_RUNS[type_key]
+    result = run(ctx, type_key, raw, **inputs)
+    return result, {s["name"]: s for s in ctx.steps}
+
+
+def test_multihead_attention_steps_trace_the_layers_real_projections(ctx):
+    """The traced weights, averaged over heads, are the layer's own; its last step holds its output."""
+    result, steps = traced(ctx, "MultiHeadAttention")
+    weights = steps["softmax_weights"]["tensors"]["weights"]
+    assert torch.allclose(weights.mean(dim=1), result["weights"], atol=1e-6)
+    assert torch.equal(steps["attended_output"]["tensors"]["output"], result["output"])
+    assert steps["scaled_scores"]["scalars"] == {"d_k": 4.0}
+    assert set(steps["inputs_qkv"]["tensors"]) == {"Q", "K", "V"}
+
+
+@pytest.mark.parametrize("type_key, last, port", [("Softmax", "divide", "tensor"), ("LayerNorm", "scale_shift", "tensor"),
+                                                   ("Linear", "linear_output", "tensor"), ("Conv2d", "convolved_output", "tensor"),
+                                                   ("Embedding", "lookup", "tensor")])
+def test_a_traces_last_step_is_the_nodes_output(ctx, type_key, last, port):
+    result, steps = traced(ctx, type_key)
+    assert torch.equal(steps[last]["tensors"]["output"], result[port])
+
+
+def test_layer_norm_steps_compute_the_normalised_values(ctx):
+    result, steps = traced(ctx, "LayerNorm")
+    normal = steps["normalize"]["tensors"]["normalized"]
+    assert torch.allclose(normal.mean(dim=-1), torch.zeros(2), atol=1e-6)
+    assert torch.allclose(normal * steps["scale_shift"]["tensors"]["gamma"] + steps["scale_shift"]["tensors"]["beta"],
+                          result["tensor"], atol=1e-6)
+
+
+def test_step_descriptions_are_markdown_with_formulas_for_students(ctx):
+    """Each built-in trace explains itself with maths ($…$), never a raw LaTeX command outside one."""
+    for type_key in ("Softmax", "MultiHeadAttention", "Conv2d", "Linear", "BatchNorm2d", "LayerNorm", "Embedding"):
+        ctx.steps.clear()
+        traced(ctx, type_key)
+        assert all(s["description"] for s in ctx.steps), type_key
+        for s in ctx.steps:
+            outside = re.sub(r"\$\$.*?\$\$|\$.*?\$", "", s["description"])  # the text between formulas
+            assert "\\" not in outside, (type_key, s["name"])
 
 
 # -- particular behaviours ------------------------------------------------------------------
