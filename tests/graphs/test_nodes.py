@@ -224,12 +224,28 @@ def test_tensor_input_explicit_count_mismatch(ctx):
         run(ctx, "TensorInput", {"value_mode": "explicit", "values": []})
 
 
-def test_tensor_input_random_is_in_range_and_seedable(ctx):
-    out = run(ctx, "TensorInput", {"shape": "50"})["tensor"]
-    assert out.min() >= -1 and out.max() < 1
+# Measured by running CodefyUI's own TensorInput and RNNCell node code (its repository, beside
+# ours, outside this one), so a worksheet made with CodefyUI shows the same numbers here.
+CODEFYUI_RANDOM = {0: [1.540996, -0.293429, -2.178789, 0.568431], 1: [0.661352, 0.266924, 0.061677, 0.621317]}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_tensor_input_random_draws_codefyuis_normal_numbers_from_its_seed(ctx, seed):
+    """Random mode is torch.randn from a generator seeded with 'seed'; 0 is a seed like any other."""
+    out = run(ctx, "TensorInput", {"shape": "1,4", "seed": seed})["tensor"]
+    assert out.flatten().tolist() == pytest.approx(CODEFYUI_RANDOM[seed], abs=1e-6)
+
+
+def test_tensor_input_random_whole_numbers_and_flags_match_codefyui(ctx):
+    assert run(ctx, "TensorInput", {"shape": "1,4", "dtype": "int64", "seed": 3})["tensor"].tolist() == [[6, 8, 7, 7]]
+    assert run(ctx, "TensorInput", {"shape": "1,4", "dtype": "bool", "seed": 3})["tensor"].tolist() == [[False, False, True, True]]
+
+
+def test_tensor_input_random_repeats_on_every_run(ctx):
     first = run(ctx, "TensorInput", {"seed": 7})["tensor"]
     assert torch.equal(first, run(ctx, "TensorInput", {"seed": 7})["tensor"])
     assert not torch.equal(first, run(ctx, "TensorInput", {"seed": 8})["tensor"])
+    assert torch.equal(run(ctx, "TensorInput", {})["tensor"], run(ctx, "TensorInput", {"seed": 0})["tensor"])
 
 
 def test_tensor_input_bad_shape_names_the_param(ctx):
@@ -310,6 +326,13 @@ def test_rnn_cell_seed_fixes_the_weights(ctx):
     assert first.shape == (1, 16)
 
 
+def test_rnn_cell_starts_from_codefyuis_weights(ctx):
+    """Normal weights × 1/√hidden_size from 'seed', zero biases: CodefyUI's hidden state for this input."""
+    params = {"input_size": 3, "hidden_size": 4, "seed": 42}
+    hidden = run(ctx, "RNNCell", params, tensor=torch.tensor([[1.0, -0.5, 0.25]]))["hidden"]
+    assert hidden.flatten().tolist() == pytest.approx([0.163957, 0.356255, 0.867109, 0.100776], abs=1e-6)
+
+
 def test_loss_node_gives_the_chosen_function(ctx):
     assert isinstance(run(ctx, "Loss", {"type": "MSELoss"})["loss_fn"], nn.MSELoss)
     assert len(registry()["Loss"].params[0].options) == 11
@@ -318,9 +341,7 @@ def test_loss_node_gives_the_chosen_function(ctx):
 def test_only_random_modes_count_as_random():
     """draws_random narrows uses_rng so the engine can cache the deterministic modes."""
     nodes = registry()
-    assert nodes["TensorInput"].draws_random({})
-    assert not nodes["TensorInput"].draws_random({"value_mode": "explicit"})
-    assert not nodes["TensorInput"].draws_random({"seed": "7"})
+    assert not nodes["TensorInput"].draws_random({})  # random mode draws from its own seed
     assert nodes["TensorCreate"].draws_random({"fill": "randn"})
     assert not nodes["TensorCreate"].draws_random({})
     assert nodes["Dropout"].draws_random({}) and not nodes["Dropout"].draws_random({"p": 0})
