@@ -40,6 +40,7 @@ from .engine.executor import recording_stopped
 from .engine.plan import Plan
 from .engine.storage import RecordingStopped
 from .engine.weights import WEIGHTS
+from .sandbox import run_script
 from .store import CaptureStore, freeze
 from .wire import Wire
 
@@ -122,8 +123,9 @@ class _CaptureSink(CaptureStore):
         return {}
 
 
-def run_job(job: Job, cancel: threading.Event, send: Send) -> None:
-    """Execute one job, sending everything it produces."""
+def run_job(job: Job, cancel: threading.Event, send: Send, scripts: Callable | None = None) -> None:
+    """Execute one job, sending everything it produces. ``scripts`` runs script nodes (a worker's
+    sandbox; without it they refuse to run)."""
     opts = job.options
     scope = opts.weights_scope if opts.persist_weights else ""
     if scope:
@@ -131,7 +133,7 @@ def run_job(job: Job, cancel: threading.Event, send: Send) -> None:
     try:
         execute(job.plan, opts, lambda event: send("event", event),
                 captures=_CaptureSink(send) if opts.record else None, cancel=cancel,
-                cache=_JobCache(job.hits, send))
+                cache=_JobCache(job.hits, send), scripts=scripts)
     finally:
         if scope:
             send("weights", scope, WEIGHTS.entries(scope))
@@ -181,7 +183,7 @@ def worker_main(sock: socket.socket, threads: int) -> None:
     while True:
         job, cancel = incoming.get()
         try:
-            run_job(job, cancel, send)
+            run_job(job, cancel, send, scripts=run_script)  # scripts run here, in a child of their own
         except Exception:
             traceback.print_exc()
         retire = _still_computing()

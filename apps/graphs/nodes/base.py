@@ -45,7 +45,8 @@ class ParamError(ValueError):
 @dataclass(frozen=True)
 class Param:
     """One node parameter. ``kind`` is int, float, bool, string, select, grid (a nested list of
-    numbers) or json (structured data no form edits, such as a block's inside)."""
+    numbers), code (a script, edited in Node details' Code pane) or json (structured data no
+    form edits, such as a block's inside)."""
 
     name: str
     kind: str
@@ -74,7 +75,7 @@ class Param:
             value = str(value)
             if value not in self.options:
                 raise ParamError(f"'{name}' must be one of {', '.join(self.options)}, not {value!r}")
-        elif self.kind == "string":
+        elif self.kind in ("string", "code"):
             value = value if isinstance(value, str) else str(value)
         elif self.kind == "grid":
             if not isinstance(value, (list, int, float)):
@@ -146,7 +147,12 @@ class RunContext(Protocol):
     def step(self, name: str, description: str = "", tensors: dict | None = None,
              scalars: dict | None = None) -> None: ...    # one row of the __steps__ trace
     def module(self, build: Callable[[], Any]) -> Any: ...  # this node's layer, on the run's device
+    def run_script(self, code: str, inputs: dict, params: dict) -> Any: ...  # a script node's code, shut in:
+                                                          # .outputs, .printed, .error (apps/runs/sandbox.py)
 
+
+SCRIPTS_OFF = ("Script nodes are off on this server; an administrator can turn them on "
+               "(CODEFYUI_SCRIPT_NODES=1, or Script nodes in the admin).")
 
 # -- nodes ------------------------------------------------------------------------------
 
@@ -166,6 +172,7 @@ class Node(ABC):
     records_steps: ClassVar[bool] = False # emits a __steps__ trace with Verbose internals on
     mutates_inputs: ClassVar[bool] = False  # writes into its input tensors: the engine passes copies
     subgraph: ClassVar[bool] = False      # a block of nodes: the engine runs its inside instead
+    script: ClassVar[bool] = False        # runs a student's code: only where script nodes are on
 
     @abstractmethod
     def run(self, ctx: RunContext, params: dict[str, Any], **inputs: Any) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import torch
 
-from apps.graphs.nodes.base import NodeError, ParamError
+from apps.graphs.nodes.base import SCRIPTS_OFF, NodeError, ParamError
 from codefyui import conf
 
 from . import events as ev
@@ -39,6 +39,9 @@ from .weights import WEIGHTS, structure_hash
 log = logging.getLogger("codefyui.engine")
 
 Emit = Callable[[ev.Event], None]
+RunScript = Callable[..., Any]   # sandbox.run_script: (code, inputs, params, limits) -> ScriptResult
+SCRIPTS_IN_WORKERS = ("Script nodes run only in a run worker, and this server runs graphs without "
+                      "workers (CODEFYUI_RUN_WORKERS).")
 
 
 @dataclass
@@ -55,6 +58,7 @@ class RunOptions:
     max_parallel: int = field(default_factory=lambda: conf.MAX_PARALLEL_NODES)
     max_elements: int = field(default_factory=lambda: conf.MAX_TENSOR_ELEMENTS)
     timeout_s: float = field(default_factory=lambda: conf.RUN_TIMEOUT_S)
+    scripts: bool = False            # script nodes are on on this server (an administrator's choice)
 
     @property
     def one_node_at_a_time(self) -> bool:
@@ -113,14 +117,15 @@ def node_seed(seed: int, node_id: str) -> int:
 # -- what a node sees of the engine ------------------------------------------------------
 
 class _Context:
-    def __init__(self, node: PlannedNode, options: RunOptions, device: torch.device, emit: Emit):
+    def __init__(self, node: PlannedNode, options: RunOptions, device: torch.device, emit: Emit,
+                 scripts: RunScript | None = None):
         self.node_id = node.id
         self.device = device
         self.seed = node_seed(options.seed, node.id) if options.seed is not None else None
         self.verbose = options.verbose
         self.logs: list[str] = []
         self.steps: list[dict[str, Any]] = []
-        self._options, self._emit, self._node = options, emit, node
+        self._options, self._emit, self._node, self._scripts = options, emit, node, scripts
 
     def generator(self) -> torch.Generator:
         g = torch.Generator()
@@ -156,11 +161,22 @@ class _Context:
             self.log(f"{self._node.label} continues with the weights kept from the previous run")
         return module.to(self.device)
 
+    def run_script(self, code: str, inputs: dict[str, Any], params: dict[str, Any]) -> Any:
+        if not self._options.scripts:
+            raise NodeError(SCRIPTS_OFF)
+        if self._scripts is None:
+            raise NodeError(SCRIPTS_IN_WORKERS)
+        from ..sandbox import ScriptLimits  # plain Python, like the engine
+        limits = ScriptLimits(wall_s=conf.SCRIPT_TIMEOUT_S, cpu_s=conf.SCRIPT_TIMEOUT_S, memory_mb=conf.SCRIPT_MEMORY_MB,
+                              max_elements=self._options.max_elements)
+        return self._scripts(code, inputs, params, limits)
+
 # -- the run ------------------------------------------------------------------------------
 
 def execute(plan: Plan, options: RunOptions, emit: Emit, captures: Any = None,
             cancel: threading.Event | None = None,
-            cache: ExecutionCache | CacheScope | None = None) -> RunOutcome:
+            cache: ExecutionCache | CacheScope | None = None, scripts: RunScript | None = None) -> RunOutcome:
+    """``scripts`` runs script nodes' code: a run worker passes ``sandbox.run_script``."""
     cancel = cancel or threading.Event()
     emit = _naming(plan, emit)
     device, warning = resolve_device(options.device)
@@ -175,7 +191,7 @@ def execute(plan: Plan, options: RunOptions, emit: Emit, captures: Any = None,
         if cancel.is_set():
             return _finish(plan, outcome, emit, ev.RUN_STOPPED, "Execution cancelled")
         with _run_flags(options):
-            return _Runner(plan, options, device, emit, record, cancel, cache, outcome).run()
+            return _Runner(plan, options, device, emit, record, cancel, cache, outcome, scripts).run()
     finally:
         if record is not None:
             record.close_run(options.run_id)
@@ -217,8 +233,8 @@ def _run_flags(options: RunOptions) -> Iterator[None]:
 
 
 class _Runner:
-    def __init__(self, plan, options, device, emit, captures, cancel, cache, outcome):
-        self.plan, self.options, self.device, self.emit = plan, options, device, emit
+    def __init__(self, plan, options, device, emit, captures, cancel, cache, outcome, scripts=None):
+        self.plan, self.options, self.device, self.emit, self.scripts = plan, options, device, emit, scripts
         self.captures, self.cancel, self.outcome = captures, cancel, outcome
         self.cache = None if options.verbose or options.gradients else cache
         self.results: dict[str, dict[str, Any]] = {}
@@ -266,7 +282,7 @@ class _Runner:
 
     # A node in a worker thread: returns ("ok", outputs, ctx, seconds) or ("error", message, ctx, seconds).
     def _run_node(self, node: PlannedNode) -> tuple:
-        ctx = _Context(node, self.options, self.device, self.emit)
+        ctx = _Context(node, self.options, self.device, self.emit, self.scripts)
         started = time.perf_counter()
         try:
             inputs = self._inputs(node)
