@@ -137,3 +137,16 @@ def test_runs_are_taken_round_robin_across_students_and_each_may_queue_three(rea
     started = sorted(runs, key=lambda r: r.started)
     assert [r.pk for r in started] == [r.pk for r in (first, queued[0], queued[2], queued[1], queued[3])]
 
+
+
+def test_a_script_node_runs_in_a_child_process_of_its_worker(ready, student, monkeypatch):
+    """PythonScript's code runs one level below the worker: its parent is a run worker, not the server."""
+    monkeypatch.setattr(conf, "SCRIPT_NODES", True)
+    code = "import os\ndef run(inputs, params):\n    print('parent', os.getppid())\n    return {'out1': torch.arange(3)}\n"
+    doc = graph("PythonScript", code=code)
+    doc["nodes"][1]["data"]["label"] = "Script"
+    run = service.wait_for(start(student, doc).pk)
+    assert run.status == "succeeded", run.error
+    parent = int(next(line for line in (e["text"] for e in run.log) if line.startswith("parent")).split()[1])
+    assert parent in ready.pids() and parent != os.getpid()
+    assert run.nodes["node"]["summary"]["out1"]["shape"] == [3]
