@@ -45,6 +45,8 @@ class CardView:
     status: dict = field(default_factory=dict)   # this node in the inspected run
     badge: str = ""
     picture: Any = None    # a small picture of its output in that run (apps.inspector.pictures)
+    script: bool = False   # a script node: its card says so while script nodes are off
+    notice: str = ""
 
 
 @dataclass
@@ -149,7 +151,7 @@ def _card(node: dict[str, Any], entry: bool) -> CardView:
     rows = max(len(inputs), len(outputs), 1)
     card = CardView(node["id"], cls.type, document.node_label(node), cls.category,
                     cls.description, x, y,
-                    HEADER_H + rows * ROW_H + 6, entry=entry)
+                    HEADER_H + rows * ROW_H + 6, entry=entry, script=cls.script)
     card.inputs = [_port(p, x, y, i, "in") for i, p in enumerate(inputs)]
     card.outputs = [_port(p, x + CARD_W, y, i, "out") for i, p in enumerate(outputs)]
     return card

@@ -13,7 +13,7 @@ from apps.inspector.panel import TABS, Inspection, card_picture, segment_view
 from apps.inspector.values import shape_text
 from apps.runs import service
 from apps.runs.engine import available_devices, resolve_device
-from apps.runs.models import Run
+from apps.runs.models import Run, ScriptNodes
 from apps.runs.status import badge
 from apps.runs.store import get_store
 from apps.stats.cache import get_cache as get_stats_cache
@@ -25,6 +25,7 @@ from .models import HistoryStep, Tab
 from .prefs import Prefs
 from .state import NODE_VIEW, PageState
 
+SCRIPTS_OFF_CARD = "Script nodes are off on this server"
 RUN_FILTERS = ("all", "running", "queued", "succeeded", "failed", "cancelled", "interrupted")
 
 
@@ -60,6 +61,9 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         card.status = subgraphs.rolled_up_status(card.id, statuses) if card.type == "Subgraph" else statuses.get(card.id, {})
         card.badge = badge(card.status)
         card.picture = pictures.get(card.id)
+    if any(card.script for card in canvas.cards) and not ScriptNodes.on():
+        for card in canvas.cards:
+            card.notice = SCRIPTS_OFF_CARD if card.script else ""
     for edge in canvas.edges if not block else ():  # the shape that crossed each edge
         summary = (statuses.get(edge.source, {}).get("summary") or {}).get(edge.port) or {}
         edge.shape = shape_text(summary["shape"]) if "shape" in summary else ""
@@ -97,7 +101,8 @@ def card_pictures(request, doc: dict[str, Any], run: Run) -> dict[str, Any]:
 def run_view(run: Run | None) -> RunView | None:
     if run is None:
         return None
-    return RunView(finished=run.is_finished, recorded=bool(run.options.get("record", True)), nodes=run.nodes)
+    return RunView(finished=run.is_finished, recorded=bool(run.options.get("record", True)), nodes=run.nodes,
+                   log=tuple(run.log))
 
 
 def inspection(request, doc: dict[str, Any], node_id: str, run: Run | None) -> Inspection:
@@ -163,7 +168,7 @@ def node_panel(doc: dict[str, Any], node_id: str) -> dict[str, Any] | None:
     values = node["data"].get("params", {})
     coerced = cls.coerce_params(values)[0]
     params = [{"param": p, "value": values.get(p.name, p.default), "choices": p.options}
-              for p in cls.params if p.kind not in ("grid", "json")]
+              for p in cls.params if p.kind not in ("grid", "json", "code")]  # a script: Node details' Code pane
     wired = {e["targetHandle"]: f"{e['source']}::{e['sourceHandle']}" for e in doc["edges"]
              if e["target"] == node_id and not document.is_trigger(e)}
     inputs = [{"port": p, "current": wired.get(p.name, ""),

@@ -249,6 +249,7 @@ def set_params(doc: dict[str, Any], node_id: str, raw: dict[str, Any]) -> dict:
     cls = node_class(node)
     if cls is None:
         raise EditError("Notes have no parameters.")
+    ports_before = _port_names(node, cls)
     params = node["data"].setdefault("params", {})
     problems = []
     for param in cls.params:
@@ -261,7 +262,21 @@ def set_params(doc: dict[str, Any], node_id: str, raw: dict[str, Any]) -> dict:
     if problems:
         raise EditError("; ".join(problems))
     _resize_grid(node, cls)
+    _drop_edges_of_gone_ports(doc, node_id, ports_before, _port_names(node, cls))
     return doc
+
+
+def _port_names(node: dict[str, Any], cls) -> tuple[set[str], set[str]]:
+    params = params_of(node)
+    return {p.name for p in cls.input_ports(params)}, {p.name for p in cls.output_ports(params)}
+
+
+def _drop_edges_of_gone_ports(doc: dict[str, Any], node_id: str, before, after) -> None:
+    """Ports that depend on params (a script's port counts, Split's pieces) go with their edges."""
+    gone_in, gone_out = before[0] - after[0], before[1] - after[1]
+    doc["edges"] = [e for e in doc["edges"] if document.is_trigger(e) or not (
+        (e["target"] == node_id and e.get("targetHandle") in gone_in)
+        or (e["source"] == node_id and e.get("sourceHandle") in gone_out))]
 
 
 def grid_param(cls) -> Param | None:

@@ -77,6 +77,8 @@ class Param:
                 raise ParamError(f"'{name}' must be one of {', '.join(self.options)}, not {value!r}")
         elif self.kind in ("string", "code"):
             value = value if isinstance(value, str) else str(value)
+            if self.kind == "code":  # a form's textarea sends CRLF line ends
+                value = value.replace("\r\n", "\n")
         elif self.kind == "grid":
             if not isinstance(value, (list, int, float)):
                 raise ParamError(f"'{name}' must be a nested list of numbers")
