@@ -93,7 +93,9 @@ class Docs(DetailsPane):
     def context(self, ins):
         node = edits.find_node(ins.doc, ins.node_id)
         cls = edits.node_class(node)
-        return {"cls": cls, "outputs": cls.output_ports(edits.params_of(node)) if cls else []}
+        params = edits.params_of(node)
+        return {"cls": cls, "inputs": cls.input_ports(params) if cls else [],
+                "outputs": cls.output_ports(params) if cls else []}
 
 
 PANES: tuple[DetailsPane, ...] = (Code(), Subgraph(), Inputs(), Outputs(), AfterRun(TABS["steps"]), AfterRun(TABS["backward"]),
