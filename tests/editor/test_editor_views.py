@@ -232,7 +232,7 @@ def test_an_unavailable_device_falls_back_to_cpu_and_says_so(student_client, tab
 def test_this_server_shows_version_counts_and_store_usage(student_client, tab):
     """SP21: This Server shows the version, node and preset counts, and each store's usage, with Refresh."""
     body = page(student_client, tab)
-    assert "39 nodes · 0 presets" in body and "Recorded outputs: 0 of 20 runs" in body and ">Refresh</a>" in body
+    assert "40 nodes · 0 presets" in body and "Recorded outputs: 0 of 20 runs" in body and ">Refresh</a>" in body
     assert "Execution cache: 0 results of 0 users, 0\xa0bytes of 1.0\xa0GB" in body
 
 

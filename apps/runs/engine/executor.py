@@ -29,6 +29,7 @@ import torch
 from apps.graphs.nodes.base import SCRIPTS_OFF, NodeError, ParamError
 from codefyui import conf
 
+from ..sandbox import ScriptLimits
 from . import events as ev
 from .cache import CacheScope, ExecutionCache, cache_key
 from .limits import element_limit
@@ -166,7 +167,6 @@ class _Context:
             raise NodeError(SCRIPTS_OFF)
         if self._scripts is None:
             raise NodeError(SCRIPTS_IN_WORKERS)
-        from ..sandbox import ScriptLimits  # plain Python, like the engine
         limits = ScriptLimits(wall_s=conf.SCRIPT_TIMEOUT_S, cpu_s=conf.SCRIPT_TIMEOUT_S, memory_mb=conf.SCRIPT_MEMORY_MB,
                               max_elements=self._options.max_elements)
         return self._scripts(code, inputs, params, limits)
