@@ -146,6 +146,17 @@ def test_steps_show_one_row_per_step_with_verbose_internals(student_client, tab,
     assert "step 2 of 5" in second and "<math" in second and "<code>shifted</code>" in second
 
 
+def test_node_details_steps_link_to_their_own_pane(student_client, tab, student):
+    """ND6: in Node details the step picker stays in the Steps pane of the details page."""
+    student_client.post(f"/editor/{tab.pk}/settings", {"_keys": "record_outputs,verbose_internals",
+                                                       "record_outputs": "on", "verbose_internals": "on"})
+    student_client.post(f"/editor/{tab.pk}/run", {"device": "follow"})
+    run = service.wait_for(Run.objects.get(owner=student).pk)
+    body = student_client.get(f"/editor/{tab.pk}/details/softmax/?run={run.pk}&pane=steps&step=3").content.decode()
+    assert "step 3 of 5" in body
+    assert f'href="/editor/{tab.pk}/details/softmax/?run={run.pk}&amp;pane=steps&amp;step=4" hx-get=' in body
+
+
 def test_a_step_number_out_of_range_shows_the_nearest_step(student_client, tab, student):
     student_client.post(f"/editor/{tab.pk}/settings", {"_keys": "record_outputs,verbose_internals",
                                                        "record_outputs": "on", "verbose_internals": "on"})
