@@ -58,6 +58,12 @@ RUN_MEMORY_MAX_MB = _int("CODEFYUI_RUN_MEMORY_MAX_MB",
                          max(512, _memory_mb() // 2 // max(1, min(RUN_WORKERS, MAX_CONCURRENT_RUNS))))
 EXECUTION_CACHE_MAX_MB = _int("CODEFYUI_EXECUTION_CACHE_MAX_MB", 1024)
 
+# Script nodes (PythonScript): off unless an administrator turns them on (1 = on, or the admin's
+# switch); each script runs in a child process of its run worker within these limits.
+SCRIPT_NODES = os.environ.get("CODEFYUI_SCRIPT_NODES", "").strip() == "1"
+SCRIPT_TIMEOUT_S = _int("CODEFYUI_SCRIPT_TIMEOUT_S", 30)
+SCRIPT_MEMORY_MB = _int("CODEFYUI_SCRIPT_MEMORY_MB", 1024)
+
 # Port statistics (the Stats tab).
 STATS_SAMPLE_THRESHOLD = _int("CODEFYUI_STATS_SAMPLE_THRESHOLD", 4_000_000)
 STATS_SAMPLE_SIZE = _int("CODEFYUI_STATS_SAMPLE_SIZE", 1_000_000)

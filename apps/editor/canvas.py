@@ -50,6 +50,8 @@ class CardView:
     missing: MissingPack | None = None  # the pack it needs that this server does not offer now
     trains: bool = False   # reports training progress: its card has a progress bar
     progress: Any = None   # that bar in the inspected run (apps.runs.status.progress_line)
+    script: bool = False   # a script node: its card says so while script nodes are off
+    notice: str = ""
 
 
 @dataclass
@@ -162,7 +164,7 @@ def _card(node: dict[str, Any], entry: bool, edges: list[dict[str, Any]], enable
     rows = max(len(inputs), len(outputs), 1) + (1 if missing else 0)  # a row saying which pack it needs
     card = CardView(node["id"], cls.type if cls else node["type"], document.node_label(node), category,
                     description, x, y, HEADER_H + rows * ROW_H + 6 + (PROGRESS_H if trains else 0), entry=entry,
-                    missing=missing, trains=trains)
+                    missing=missing, trains=trains, script=bool(cls and cls.script))
     card.inputs = [_port(p, x, y, i, "in") for i, p in enumerate(inputs)]
     card.outputs = [_port(p, x + CARD_W, y, i, "out") for i, p in enumerate(outputs)]
     return card

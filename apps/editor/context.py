@@ -15,7 +15,7 @@ from apps.inspector.panel import TABS, Inspection, card_picture, segment_view
 from apps.inspector.values import shape_text
 from apps.runs import service
 from apps.runs.engine import available_devices, resolve_device
-from apps.runs.models import Run
+from apps.runs.models import Run, ScriptNodes
 from apps.runs.status import badge, progress_line
 from apps.runs.store import get_store
 from apps.stats.cache import get_cache as get_stats_cache
@@ -27,6 +27,7 @@ from .models import HistoryStep, Tab
 from .prefs import Prefs
 from .state import NODE_VIEW, PageState
 
+SCRIPTS_OFF_CARD = "Script nodes are off on this server"
 RUN_FILTERS = ("all", "running", "queued", "succeeded", "failed", "cancelled", "interrupted")
 
 
@@ -66,6 +67,9 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         card.badge = badge(card.status)
         card.picture = pictures.get(card.id)
         card.progress = progress_line(card.status.get("progress"))
+    if any(card.script for card in canvas.cards) and not ScriptNodes.on():
+        for card in canvas.cards:
+            card.notice = SCRIPTS_OFF_CARD if card.script else ""
     for edge in canvas.edges if not block else ():  # the shape that crossed each edge
         summary = (statuses.get(edge.source, {}).get("summary") or {}).get(edge.port) or {}
         edge.shape = shape_text(summary["shape"]) if "shape" in summary else ""
@@ -115,7 +119,8 @@ def card_pictures(request, doc: dict[str, Any], run: Run) -> dict[str, Any]:
 def run_view(run: Run | None) -> RunView | None:
     if run is None:
         return None
-    return RunView(finished=run.is_finished, recorded=bool(run.options.get("record", True)), nodes=run.nodes)
+    return RunView(finished=run.is_finished, recorded=bool(run.options.get("record", True)), nodes=run.nodes,
+                   log=tuple(run.log))
 
 
 def inspection(request, doc: dict[str, Any], node_id: str, run: Run | None) -> Inspection:
@@ -133,7 +138,8 @@ def inspection(request, doc: dict[str, Any], node_id: str, run: Run | None) -> I
     return Inspection(doc=shown, node_id=node_id, run_id=str(run.id) if run else None, run=run_view(run),
                       store=get_store(), record_now=document.run_settings(doc)["record_outputs"],
                       after_run=block is not None, block_inputs=fed, slices=slices, offsets=offsets,
-                      epoch=int(epoch[1]) if epoch else None)
+                      epoch=int(epoch[1]) if epoch else None,
+                      step=int(m[1]) if (m := document.WHOLE_NUMBER.fullmatch(request.GET.get("step", ""))) else 1)
 
 
 def open_block(request, doc: dict[str, Any]) -> dict[str, Any] | None:
@@ -190,9 +196,9 @@ def node_panel(doc: dict[str, Any], node_id: str, enabled: frozenset[str] | None
         params = [{"param": replace(p, name=f"{inner['id']}.{p.name}"), "label": label, "choices": p.options,
                    "value": inner.get("data", {}).get("params", {}).get(p.name, p.default)}
                   for inner, p, label in edits.block_params(node)]
-    else:
+    else:  # grids, layers and a script's code have editors of their own
         params = [{"param": p, "value": values.get(p.name, p.default), "choices": p.options}
-                  for p in cls.params if p.kind not in ("grid", "json", "layers")]
+                  for p in cls.params if p.in_form]
     wired = {e["targetHandle"]: f"{e['source']}::{e['sourceHandle']}" for e in doc["edges"]
              if e["target"] == node_id and not document.is_trigger(e)}
     inputs = [{"port": p, "current": wired.get(p.name, ""),

@@ -256,10 +256,11 @@ def set_params(doc: dict[str, Any], node_id: str, raw: dict[str, Any]) -> dict:
     cls = node_class(node)
     if cls is None:
         raise EditError("Notes have no parameters.")
+    ports_before = _port_names(node, cls)
     if cls.subgraph:
         fields = [(f"{inner['id']}.{p.name}", p, inner.setdefault("data", {}).setdefault("params", {}))
                   for inner, p, _ in block_params(node)]
-    else:
+    else:  # a script's code comes from the Code pane's form; grids and layers have edits of their own
         params = node["data"].setdefault("params", {})
         fields = [(p.name, p, params) for p in cls.params if p.kind not in ("grid", "json", "layers")]
     problems = []
@@ -273,6 +274,7 @@ def set_params(doc: dict[str, Any], node_id: str, raw: dict[str, Any]) -> dict:
     if problems:
         raise EditError("; ".join(problems))
     _resize_grid(node, cls)
+    _drop_edges_of_gone_ports(doc, node_id, ports_before, _port_names(node, cls))
     return doc
 
 
@@ -286,9 +288,22 @@ def block_params(block: dict[str, Any]) -> list[tuple[dict[str, Any], Param, str
         node = inner.get(entry.get("node")) if isinstance(entry, dict) else None
         cls = node_class(node) if node else None
         param = next((p for p in cls.params if p.name == entry.get("param")), None) if cls else None
-        if param is not None and param.kind not in ("grid", "json"):
+        if param is not None and param.in_form:
             shown.append((node, param, str(entry.get("label") or param.name)))
     return shown
+
+
+def _port_names(node: dict[str, Any], cls) -> tuple[set[str], set[str]]:
+    params = params_of(node)
+    return {p.name for p in cls.input_ports(params)}, {p.name for p in cls.output_ports(params)}
+
+
+def _drop_edges_of_gone_ports(doc: dict[str, Any], node_id: str, before, after) -> None:
+    """Ports that depend on params (a script's port counts, Split's pieces) go with their edges."""
+    gone_in, gone_out = before[0] - after[0], before[1] - after[1]
+    doc["edges"] = [e for e in doc["edges"] if document.is_trigger(e) or not (
+        (e["target"] == node_id and e.get("targetHandle") in gone_in)
+        or (e["source"] == node_id and e.get("sourceHandle") in gone_out))]
 
 
 def grid_param(cls) -> Param | None:

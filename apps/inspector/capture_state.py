@@ -41,6 +41,7 @@ class RunView:
     finished: bool
     recorded: bool                  # Record node outputs was on for this run
     nodes: dict[str, dict[str, Any]]  # node id -> {"status": ...}
+    log: tuple[dict[str, Any], ...] = ()  # the run log's rows ({node, text, ...}): a script's prints
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from apps.runs.status import progress_line
 from . import capture_state as cs
 from . import training
 from .pictures import Picture, picture
-from .values import Health, health, shape_text, view
+from .values import Health, fmt, health, shape_text, view
 
 
 @dataclass
@@ -43,6 +43,7 @@ class Inspection:
     offsets: dict[str, tuple[int, int]] = field(default_factory=dict)  # row key -> (row, col) of the window
     serials: dict[tuple[str, str], int] = field(default_factory=dict)  # (node, port) -> capture serial seen
     epoch: int | None = None                                        # the Training pane's chosen epoch
+    step: int = 1                                                   # the Steps tab's row, counted from 1
 
     def lookup(self, producer: str, port: str) -> Any:
         if self.run_id is None:
@@ -263,17 +264,26 @@ class Forward(InspectorTab):
 
 
 class Steps(InspectorTab):
+    """The __steps__ trace one row at a time: every step's name to choose from, and the chosen
+    one's description (Markdown and maths), scalars and tensors as the Forward tab's grids."""
     slug, title, template = "steps", "Steps", "inspector/_steps.html"
 
     def context(self, ins):
         state = _recorded_extra(ins, "__steps__", backward=False)
-        steps = []
-        if state.has_value:
-            for i, step in enumerate(state.value):
-                steps.append({"number": i + 1, "name": step["name"], "description": step.get("description", ""),
-                              "scalars": step.get("scalars", {}),
-                              "tensors": [(k, view(v)) for k, v in step.get("tensors", {}).items()]})
-        return {"state": state, "steps": steps}
+        trace = state.value if state.has_value else []
+        if not trace:
+            return {"state": state, "steps": []}
+        number = min(max(1, ins.step), len(trace))
+        chosen = trace[number - 1]
+        tensors = []
+        for name, value in chosen.get("tensors", {}).items():
+            key = f"step{number}.{name}"
+            tensors.append({"name": name, "key": key,
+                            "view": view(value, ins.slices.get(key), ins.offsets.get(key, (0, 0)))})
+        return {"state": state, "steps": [{"number": i, "name": s["name"]} for i, s in enumerate(trace, 1)],
+                "step": {"number": number, "name": chosen["name"], "description": chosen.get("description", ""),
+                         "scalars": [(k, fmt(v)) for k, v in chosen.get("scalars", {}).items()],
+                         "tensors": tensors}}
 
 
 class Backward(InspectorTab):

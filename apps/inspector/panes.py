@@ -1,11 +1,14 @@
 """Node details' panes: small tab classes like the Inspector's own (a slug, a title, a
 template and ``context()``), each saying whether a node has it. PANES lists them in the
-seed's order; a pane to come (Code) is one more class in it."""
+seed's order; a node's own pane is one more class in it."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from apps.graphs import edits, subgraphs
+from apps.graphs.nodes.base import SCRIPTS_OFF
+from apps.runs.models import ScriptNodes
 
 from .layers_pane import has_layers, layers_view
 from .panel import TABS, Inspection, InspectorTab, forward_rows
@@ -16,6 +19,29 @@ class DetailsPane(InspectorTab):
     def applies(self, cls, has_run: bool) -> bool:
         """Whether a node of this class (None for a note) has the pane."""
         return True
+
+
+class Code(DetailsPane):
+    """Script nodes only, and the pane they open on: the script, its port counts, and what the
+    last run made of it (its prints, its error with the script's line, its outputs)."""
+    slug, title, template = "code", "Code", "inspector/_code.html"
+
+    def applies(self, cls, has_run):
+        return bool(getattr(cls, "script", False))
+
+    def context(self, ins: Inspection) -> dict[str, Any]:
+        node = edits.find_node(ins.doc, ins.node_id)
+        cls, params = edits.node_class(node), edits.params_of(node)
+        status = ins.run.nodes.get(ins.node_id, {}) if ins.run else {}
+        printed = [e["text"] for e in (ins.run.log if ins.run else ())
+                   if e.get("node") == ins.node_id and e.get("level") == "info"]  # its log lines, not its status
+        error = status.get("error", "") if status.get("status") == "error" else ""
+        line = re.search(r"\bline (\d+):", error)
+        return {"params": params, "declared": {p.name: p for p in cls.params},
+                "lines": range(1, params["code"].count("\n") + 2), "error_line": int(line[1]) if line else None,
+                "enabled": ScriptNodes.on(), "off": SCRIPTS_OFF, "ran": bool(status),
+                "error": error,
+                "printed": "\n".join(printed), "rows": forward_rows(ins)[1] if status else []}
 
 
 class Subgraph(DetailsPane):
@@ -90,10 +116,12 @@ class Docs(DetailsPane):
     def context(self, ins):
         node = edits.find_node(ins.doc, ins.node_id)
         cls = edits.node_class(node)
-        return {"cls": cls, "outputs": cls.output_ports(edits.params_of(node)) if cls else []}
+        params = edits.params_of(node)
+        return {"cls": cls, "inputs": cls.input_ports(params) if cls else [],
+                "outputs": cls.output_ports(params) if cls else []}
 
 
-PANES: tuple[DetailsPane, ...] = (Subgraph(), Layers(), Inputs(), Outputs(), TrainingPane(), AfterRun(TABS["steps"]),
+PANES: tuple[DetailsPane, ...] = (Code(), Subgraph(), Layers(), Inputs(), Outputs(), TrainingPane(), AfterRun(TABS["steps"]),
                                   AfterRun(TABS["backward"]), Stats(), Docs())
 
 

@@ -3,6 +3,8 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from codefyui import conf
+
 
 class Run(models.Model):
     class Status(models.TextChoices):
@@ -44,3 +46,22 @@ class Run(models.Model):
         if self.started and self.finished:
             return (self.finished - self.started).total_seconds()
         return None
+
+
+class ScriptNodes(models.Model):
+    """The administrator's switch for script nodes (PythonScript), one row; CODEFYUI_SCRIPT_NODES=1
+    turns them on whatever it says."""
+
+    enabled = models.BooleanField(default=False, help_text=(
+        "Let PythonScript nodes run on this server. Each script runs in a child process of its run worker with "
+        "no network, no files but a scratch folder, and CPU, memory and time limits."))
+
+    class Meta:
+        verbose_name = verbose_name_plural = "Script nodes"
+
+    def __str__(self) -> str:
+        return "Script nodes are on" if self.enabled else "Script nodes are off"
+
+    @classmethod
+    def on(cls) -> bool:
+        return conf.SCRIPT_NODES or cls.objects.filter(enabled=True).exists()

@@ -21,11 +21,12 @@ from django.utils import timezone
 
 from apps.graphs.document import run_settings, seed_value
 from apps.graphs.models import PackSwitch
+from apps.graphs.nodes.base import SCRIPTS_OFF
 from codefyui import conf
 
 from . import engine, workers
 from .engine import events as ev
-from .models import Run
+from .models import Run, ScriptNodes
 from .fairqueue import FairQueue
 from .store import get_store
 
@@ -236,6 +237,9 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
     ``weights_scope`` names whose kept layers Persist weights between runs reuses."""
     options = run_options(doc, overrides)
     planned = plan(doc, PackSwitch.enabled_packs())
+    scripts = ScriptNodes.on()
+    if not scripts and (named := [n.label for n in planned.nodes.values() if n.cls.script]):
+        raise RunRefused([f"{SCRIPTS_OFF} Until then this graph cannot run: {', '.join(named)} is a script node."])
     limit = conf.MAX_QUEUED_RUNS_PER_USER
     if _runs.queue.count(user.pk) >= limit:
         raise RunRefused([f"You already have {limit} runs waiting in the queue "
@@ -244,15 +248,17 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
     run = Run.objects.create(owner=user, graph=graph, options=options,
                              graph_name=(graph.name if graph else doc.get("name", ""))[:200])
     transaction.on_commit(lambda: _enqueue(run, planned, options, weights_scope or (
-        f"graph-{graph.pk}" if graph else "")))
+        f"graph-{graph.pk}" if graph else ""), scripts))
     return run
 
 
-def _enqueue(run: Run, planned: engine.Plan, options: dict[str, Any], weights_scope: str = "") -> None:
+def _enqueue(run: Run, planned: engine.Plan, options: dict[str, Any], weights_scope: str = "",
+             scripts: bool = False) -> None:
     """Put a recorded run in the fair queue, with its owner's files (My files) to save in and load from."""
     files = user_files(run.owner_id)
     job = workers.Job(planned, engine.RunOptions(run_id=str(run.id), **options, weights_scope=weights_scope,
-                                                 files_dir=str(files.folder), files_max_bytes=files.max_bytes))
+                                                 files_dir=str(files.folder), files_max_bytes=files.max_bytes,
+                                                 scripts=scripts))
     _runs.submit(_LiveRun(run.owner_id, job, _cache.scope(run.owner_id)))
 
 

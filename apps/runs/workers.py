@@ -40,6 +40,7 @@ from .engine.executor import recording_stopped
 from .engine.plan import Plan
 from .engine.storage import RecordingStopped
 from .engine.weights import WEIGHTS
+from .sandbox import run_script
 from .store import CaptureStore, freeze
 from .wire import Wire
 
@@ -163,9 +164,10 @@ class _EventBatch:
 
 
 def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading.Event | None = None,
-            batch_events: bool = False) -> None:
+            batch_events: bool = False, scripts: Callable | None = None) -> None:
     """Execute one job, sending everything it produces (``unrecorded``: the server's store
-    stopped recording the run)."""
+    stopped recording the run; ``scripts`` runs script nodes: a worker's sandbox, without which
+    they refuse to run)."""
     opts = job.options
     scope = opts.weights_scope if opts.persist_weights else ""
     if scope:
@@ -173,7 +175,7 @@ def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading
     emit = _EventBatch(send) if batch_events else (lambda event: send("events", [event]))
     try:
         execute(job.plan, opts, emit, captures=_CaptureSink(send, unrecorded or threading.Event()) if opts.record else None,
-                cancel=cancel, cache=_JobCache(job.hits, send))
+                cancel=cancel, cache=_JobCache(job.hits, send), scripts=scripts)
     finally:
         if batch_events:
             emit.flush()
@@ -225,7 +227,7 @@ def worker_main(sock: socket.socket, threads: int) -> None:
     while True:
         job, cancel, unrecorded = incoming.get()
         try:
-            run_job(job, cancel, send, unrecorded, batch_events=True)
+            run_job(job, cancel, send, unrecorded, batch_events=True, scripts=run_script)  # scripts: in a child of their own
         except Exception:
             traceback.print_exc()
         retire = _still_computing()

@@ -149,3 +149,23 @@ def test_applying_the_values_grid_sets_value_mode_explicit():
 def test_a_blank_name_is_ignored(doc):
     assert edits.rename_node(doc, "reshape", "   ") is doc
     assert edits.rename_node(doc, "reshape", "flatten it")["nodes"][2]["data"]["label"] == "flatten it"
+
+
+def test_fewer_script_ports_remove_the_edges_of_the_ports_that_went():
+    """A PythonScript's port counts set its ports; an edge into or out of a port that went goes too."""
+    doc = {"nodes": [{"id": "a", "type": "TensorInput", "position": {"x": 0, "y": 0}, "data": {"params": {}}},
+                     {"id": "s", "type": "PythonScript", "position": {"x": 200, "y": 0},
+                      "data": {"params": {"input_ports": 2, "output_ports": 2}}},
+                     {"id": "p", "type": "Print", "position": {"x": 400, "y": 0}, "data": {"params": {}}}],
+           "edges": [{"id": "e1", "source": "a", "sourceHandle": "tensor", "target": "s", "targetHandle": "in1"},
+                     {"id": "e2", "source": "a", "sourceHandle": "tensor", "target": "s", "targetHandle": "in2"},
+                     {"id": "e3", "source": "s", "sourceHandle": "out2", "target": "p", "targetHandle": "tensor"}]}
+    changed = edits.set_params(doc, "s", {"input_ports": "1", "output_ports": "1"})
+    assert [e["id"] for e in changed["edges"]] == ["e1"]
+    assert [e["id"] for e in edits.set_params(doc, "s", {"input_ports": "3"})["edges"]] == ["e1", "e2", "e3"]
+
+
+def test_a_scripts_code_keeps_plain_line_ends():
+    doc = {"nodes": [{"id": "s", "type": "PythonScript", "position": {"x": 0, "y": 0}, "data": {"params": {}}}], "edges": []}
+    changed = edits.set_params(doc, "s", {"code": "def run(inputs, params):\r\n    return 1\r\n"})
+    assert changed["nodes"][0]["data"]["params"]["code"] == "def run(inputs, params):\n    return 1\n"

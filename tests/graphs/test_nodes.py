@@ -1,6 +1,8 @@
 """The node catalogue: declarations, and each node run on tiny inputs through a fake context."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from torch import nn
@@ -80,9 +82,10 @@ def run(ctx, type_key, raw_params=None, **inputs):
 
 def library_nodes():
     """The built-in catalogue of runnable nodes (other tests may register nodes of their own;
-    blocks run as their inside and are tested in test_subgraphs)."""
+    blocks run as their inside and are tested in test_subgraphs, script nodes need a run
+    worker's sandbox and are tested in tests/runs/test_sandbox.py)."""
     return {k: n for k, n in registry().items()
-            if n.__module__.startswith("apps.graphs.nodes.library.") and not n.subgraph}
+            if n.__module__.startswith("apps.graphs.nodes.library.") and not n.subgraph and not n.script}
 
 
 def only_tensor_inputs(node):
@@ -157,6 +160,50 @@ def test_records_steps_names_follow_the_reference(ctx):
         assert [s["name"] for s in ctx.steps] == names, type_key
 
 
+def traced(ctx, type_key):
+    ctx.verbose = True
+    raw, inputs = SMALL_RUNS[type_key]
+    result = run(ctx, type_key, raw, **inputs)
+    return result, {s["name"]: s for s in ctx.steps}
+
+
+def test_multihead_attention_steps_trace_the_layers_real_projections(ctx):
+    """The traced weights, averaged over heads, are the layer's own; its last step holds its output."""
+    result, steps = traced(ctx, "MultiHeadAttention")
+    weights = steps["softmax_weights"]["tensors"]["weights"]
+    assert torch.allclose(weights.mean(dim=1), result["weights"], atol=1e-6)
+    assert torch.equal(steps["attended_output"]["tensors"]["output"], result["output"])
+    assert steps["scaled_scores"]["scalars"] == {"d_k": 4.0}
+    assert set(steps["inputs_qkv"]["tensors"]) == {"Q", "K", "V"}
+
+
+@pytest.mark.parametrize("type_key, last, port", [("Softmax", "divide", "tensor"), ("LayerNorm", "scale_shift", "tensor"),
+                                                   ("Linear", "linear_output", "tensor"), ("Conv2d", "convolved_output", "tensor"),
+                                                   ("Embedding", "lookup", "tensor")])
+def test_a_traces_last_step_is_the_nodes_output(ctx, type_key, last, port):
+    result, steps = traced(ctx, type_key)
+    assert torch.equal(steps[last]["tensors"]["output"], result[port])
+
+
+def test_layer_norm_steps_compute_the_normalised_values(ctx):
+    result, steps = traced(ctx, "LayerNorm")
+    normal = steps["normalize"]["tensors"]["normalized"]
+    assert torch.allclose(normal.mean(dim=-1), torch.zeros(2), atol=1e-6)
+    assert torch.allclose(normal * steps["scale_shift"]["tensors"]["gamma"] + steps["scale_shift"]["tensors"]["beta"],
+                          result["tensor"], atol=1e-6)
+
+
+def test_step_descriptions_are_markdown_with_formulas_for_students(ctx):
+    """Each built-in trace explains itself with maths ($…$), never a raw LaTeX command outside one."""
+    for type_key in ("Softmax", "MultiHeadAttention", "Conv2d", "Linear", "BatchNorm2d", "LayerNorm", "Embedding"):
+        ctx.steps.clear()
+        traced(ctx, type_key)
+        assert all(s["description"] for s in ctx.steps), type_key
+        for s in ctx.steps:
+            outside = re.sub(r"\$\$.*?\$\$|\$.*?\$", "", s["description"])  # the text between formulas
+            assert "\\" not in outside, (type_key, s["name"])
+
+
 # -- particular behaviours ------------------------------------------------------------------
 
 def test_reshape_default_refuses_sixteen_values(ctx):
@@ -182,12 +229,28 @@ def test_tensor_input_explicit_count_mismatch(ctx):
         run(ctx, "TensorInput", {"value_mode": "explicit", "values": []})
 
 
-def test_tensor_input_random_is_in_range_and_seedable(ctx):
-    out = run(ctx, "TensorInput", {"shape": "50"})["tensor"]
-    assert out.min() >= -1 and out.max() < 1
+# Measured by running CodefyUI's own TensorInput and RNNCell node code (its repository, beside
+# ours, outside this one), so a worksheet made with CodefyUI shows the same numbers here.
+CODEFYUI_RANDOM = {0: [1.540996, -0.293429, -2.178789, 0.568431], 1: [0.661352, 0.266924, 0.061677, 0.621317]}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_tensor_input_random_draws_codefyuis_normal_numbers_from_its_seed(ctx, seed):
+    """Random mode is torch.randn from a generator seeded with 'seed'; 0 is a seed like any other."""
+    out = run(ctx, "TensorInput", {"shape": "1,4", "seed": seed})["tensor"]
+    assert out.flatten().tolist() == pytest.approx(CODEFYUI_RANDOM[seed], abs=1e-6)
+
+
+def test_tensor_input_random_whole_numbers_and_flags_match_codefyui(ctx):
+    assert run(ctx, "TensorInput", {"shape": "1,4", "dtype": "int64", "seed": 3})["tensor"].tolist() == [[6, 8, 7, 7]]
+    assert run(ctx, "TensorInput", {"shape": "1,4", "dtype": "bool", "seed": 3})["tensor"].tolist() == [[False, False, True, True]]
+
+
+def test_tensor_input_random_repeats_on_every_run(ctx):
     first = run(ctx, "TensorInput", {"seed": 7})["tensor"]
     assert torch.equal(first, run(ctx, "TensorInput", {"seed": 7})["tensor"])
     assert not torch.equal(first, run(ctx, "TensorInput", {"seed": 8})["tensor"])
+    assert torch.equal(run(ctx, "TensorInput", {})["tensor"], run(ctx, "TensorInput", {"seed": 0})["tensor"])
 
 
 def test_tensor_input_bad_shape_names_the_param(ctx):
@@ -268,6 +331,13 @@ def test_rnn_cell_seed_fixes_the_weights(ctx):
     assert first.shape == (1, 16)
 
 
+def test_rnn_cell_starts_from_codefyuis_weights(ctx):
+    """Normal weights × 1/√hidden_size from 'seed', zero biases: CodefyUI's hidden state for this input."""
+    params = {"input_size": 3, "hidden_size": 4, "seed": 42}
+    hidden = run(ctx, "RNNCell", params, tensor=torch.tensor([[1.0, -0.5, 0.25]]))["hidden"]
+    assert hidden.flatten().tolist() == pytest.approx([0.163957, 0.356255, 0.867109, 0.100776], abs=1e-6)
+
+
 def test_loss_node_gives_the_chosen_function(ctx):
     assert isinstance(run(ctx, "Loss", {"type": "MSELoss"})["loss_fn"], nn.MSELoss)
     assert len(registry()["Loss"].params[0].options) == 11
@@ -276,9 +346,7 @@ def test_loss_node_gives_the_chosen_function(ctx):
 def test_only_random_modes_count_as_random():
     """draws_random narrows uses_rng so the engine can cache the deterministic modes."""
     nodes = registry()
-    assert nodes["TensorInput"].draws_random({})
-    assert not nodes["TensorInput"].draws_random({"value_mode": "explicit"})
-    assert not nodes["TensorInput"].draws_random({"seed": "7"})
+    assert not nodes["TensorInput"].draws_random({})  # random mode draws from its own seed
     assert nodes["TensorCreate"].draws_random({"fill": "randn"})
     assert not nodes["TensorCreate"].draws_random({})
     assert nodes["Dropout"].draws_random({}) and not nodes["Dropout"].draws_random({"p": 0})

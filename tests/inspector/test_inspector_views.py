@@ -140,7 +140,30 @@ def test_steps_show_one_row_per_step_with_verbose_internals(student_client, tab,
     student_client.post(f"/editor/{tab.pk}/run", {"device": "follow"})
     run = service.wait_for(Run.objects.get(owner=student).pk)
     body = page(student_client, tab, f"node=softmax&run={run.pk}&view=steps")
-    assert body.count('class="step"') == 5 and "max_subtract" in body
+    assert body.count('class="step"') == 1 and body.count("<li><a href=") == 5
+    assert 'aria-current="step"' in body.split("max_subtract")[0] and "step 1 of 5" in body
+    second = page(student_client, tab, f"node=softmax&run={run.pk}&view=steps&step=2")
+    assert "step 2 of 5" in second and "<math" in second and "<code>shifted</code>" in second
+
+
+def test_node_details_steps_link_to_their_own_pane(student_client, tab, student):
+    """ND6: in Node details the step picker stays in the Steps pane of the details page."""
+    student_client.post(f"/editor/{tab.pk}/settings", {"_keys": "record_outputs,verbose_internals",
+                                                       "record_outputs": "on", "verbose_internals": "on"})
+    student_client.post(f"/editor/{tab.pk}/run", {"device": "follow"})
+    run = service.wait_for(Run.objects.get(owner=student).pk)
+    body = student_client.get(f"/editor/{tab.pk}/details/softmax/?run={run.pk}&pane=steps&step=3").content.decode()
+    assert "step 3 of 5" in body
+    assert f'href="/editor/{tab.pk}/details/softmax/?run={run.pk}&amp;pane=steps&amp;step=4" hx-get=' in body
+
+
+def test_a_step_number_out_of_range_shows_the_nearest_step(student_client, tab, student):
+    student_client.post(f"/editor/{tab.pk}/settings", {"_keys": "record_outputs,verbose_internals",
+                                                       "record_outputs": "on", "verbose_internals": "on"})
+    student_client.post(f"/editor/{tab.pk}/run", {"device": "follow"})
+    run = service.wait_for(Run.objects.get(owner=student).pk)
+    assert "step 5 of 5" in page(student_client, tab, f"node=softmax&run={run.pk}&view=steps&step=99")
+    assert "step 1 of 5" in page(student_client, tab, f"node=softmax&run={run.pk}&view=steps&step=x")
 
 
 def test_the_panel_collapses_to_a_strip_and_keeps_the_run(student_client, tab, finished):

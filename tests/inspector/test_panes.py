@@ -31,10 +31,27 @@ def test_a_note_still_has_the_panes_that_need_no_class():
     assert slugs(None, has_run=False) == ["inputs", "outputs", "stats", "docs"]
 
 
+def steps_html(tensors, description="", scalars=(), state=PageState(node="attn", run="r1", view="steps")):
+    step = {"number": 1, "name": "scores", "description": description, "scalars": list(scalars),
+            "tensors": [{"name": k, "key": f"step1.{k}", "view": view(v)} for k, v in tensors.items()]}
+    return render_to_string("inspector/_steps.html", {
+        "inspector": {"state": RowState(value=[{}]), "steps": [{"number": 1, "name": "scores"}], "step": step},
+        "state": state, "tab": {"pk": 3}})
+
+
 def test_a_step_tensor_larger_than_the_window_pages_with_the_page_state():
-    """A Steps tensor beyond 32 rows gets paging links that keep the page's state."""
-    steps = [{"number": 1, "name": "scores", "description": "", "scalars": {}, "tensors": [("w", view(torch.zeros(40, 3)))]}]
-    html = render_to_string("inspector/_steps.html", {
-        "inspector": {"state": RowState(value=steps), "steps": steps},
-        "state": PageState(node="attn", run="r1", view="steps"), "tab": {"pk": 3}})
-    assert "Next rows" in html and "node=attn&amp;run=r1&amp;view=steps" in html
+    """A Steps tensor beyond 32 rows gets paging links that keep the page's state and the step."""
+    html = steps_html({"w": torch.zeros(40, 3)})
+    assert "Next rows" in html and "node=attn&amp;run=r1&amp;view=steps&amp;o.step1.w=32%2C0&amp;step=1" in html
+
+
+def test_a_step_description_is_markdown_with_mathml():
+    html = steps_html({}, description=r"**Divide** each by the total: $p_i = e^{z_i} / Z$")
+    assert "<strong>Divide</strong>" in html and "<math" in html and "$" not in html
+
+
+def test_masked_scores_read_as_minus_infinity_never_an_error():
+    """Masked attention scores hold −inf: the grid and its stats say so."""
+    scores = torch.tensor([[0.5, float("-inf")], [0.25, 1.0]])
+    html = steps_html({"scores": scores}, scalars=[("masked", "-Infinity")])
+    assert html.count("-Infinity") == 2 and "min 0.25 · max 1 · mean 0.5833" in html

@@ -96,8 +96,8 @@ def test_mean64_adds_in_float64_piece_by_piece_as_one_sum_would():
 
 def test_seeded_run_repeats_bitwise(walkthrough):
     """SP15: the same seed gives the same numbers, bitwise, on CPU."""
-    params = next(n for n in walkthrough["nodes"] if n["id"] == "input")["data"]["params"]
-    params["value_mode"] = "random"
+    source = next(n for n in walkthrough["nodes"] if n["id"] == "input")  # a node that draws from the run's seed
+    source["type"], source["data"]["params"] = "TensorCreate", {"shape": "1,4,4", "fill": "randn"}
     first, _ = run(copy.deepcopy(walkthrough), seed=123, run_id="a")
     second, _ = run(copy.deepcopy(walkthrough), seed=123, run_id="b")
     other, _ = run(copy.deepcopy(walkthrough), seed=124, run_id="c")

@@ -192,3 +192,16 @@ def test_gradients_cross_from_the_worker_into_the_store(ready, student):
     assert store.get(key, "n1", gr.weight_port("bias")).value.tolist() == [3.0, 3.0]
     assert store.get(key, "n0", gr.output_port("tensor")).value.shape == (3, 4)
     assert [row["name"] for row in store.get(key, gr.RUN, gr.LAYERS).value] == ["Linear"]
+
+
+def test_a_script_node_runs_in_a_child_process_of_its_worker(ready, student, monkeypatch):
+    """PythonScript's code runs one level below the worker: its parent is a run worker, not the server."""
+    monkeypatch.setattr(conf, "SCRIPT_NODES", True)
+    code = "import os\ndef run(inputs, params):\n    print('parent', os.getppid())\n    return {'out1': torch.arange(3)}\n"
+    doc = graph("PythonScript", code=code)
+    doc["nodes"][1]["data"]["label"] = "Script"
+    run = service.wait_for(start(student, doc).pk)
+    assert run.status == "succeeded", run.error
+    parent = int(next(line for line in (e["text"] for e in run.log) if line.startswith("parent")).split()[1])
+    assert parent in ready.pids() and parent != os.getpid()
+    assert run.nodes["node"]["summary"]["out1"]["shape"] == [3]

@@ -1,7 +1,7 @@
 """``{% page_url 'editor:tab' tab.pk node=card.id %}``: a URL that keeps the page's state
 (the template's ``state``, a PageState), changed as given. ``{% page_query panel='' %}``:
 the same as a relative ``?query``. ``{% window_query row.key r c %}``: a link to another
-window of a row's value grid. ``{% tab_url t %}``: another tab, on the run it last started."""
+window of a row's value grid (``step=`` / ``pane=`` keep a Steps row or a details pane). ``{% tab_url t %}``: another tab, on the run it last started."""
 from django import template
 from django.urls import reverse
 
@@ -21,8 +21,8 @@ def page_query(context, **changes) -> str:
 
 
 @register.simple_tag(takes_context=True)
-def window_query(context, key: str, row: int, col: int) -> str:
-    return "?" + context["state"].query(**{f"o.{key}": f"{row},{col}"})
+def window_query(context, key: str, row: int, col: int, **extra) -> str:
+    return "?" + context["state"].query(**{f"o.{key}": f"{row},{col}"}, **extra)
 
 
 @register.simple_tag

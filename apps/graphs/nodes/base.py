@@ -45,9 +45,9 @@ class ParamError(ValueError):
 @dataclass(frozen=True)
 class Param:
     """One node parameter. ``kind`` is int, float, bool, string, select, grid (a nested list of
-    numbers), json (structured data no form edits, such as a block's inside) or layers (a
-    model's layer graph: JSON text or an object, edited in the Layers editor, not the form;
-    its node checks the inside)."""
+    numbers), json (structured data no form edits, such as a block's inside), layers (a model's
+    layer graph: JSON text or an object, edited in the Layers editor; its node checks the inside)
+    or code (a script, edited in Node details' Code pane)."""
 
     name: str
     kind: str
@@ -56,6 +56,11 @@ class Param:
     min: float | None = None
     max: float | None = None
     options: tuple[str, ...] = ()
+
+    @property
+    def in_form(self) -> bool:
+        """Whether the node's params form edits it (grids, layers and code have editors of their own)."""
+        return self.kind not in ("grid", "json", "layers", "code")
 
     def coerce(self, value: Any) -> Any:
         """Turn a JSON value (possibly a string typed into a form) into this param's type."""
@@ -76,8 +81,10 @@ class Param:
             value = str(value)
             if value not in self.options:
                 raise ParamError(f"'{name}' must be one of {', '.join(self.options)}, not {value!r}")
-        elif self.kind == "string":
+        elif self.kind in ("string", "code"):
             value = value if isinstance(value, str) else str(value)
+            if self.kind == "code":  # a form's textarea sends CRLF line ends
+                value = value.replace("\r\n", "\n")
         elif self.kind == "grid":
             if not isinstance(value, (list, int, float)):
                 raise ParamError(f"'{name}' must be a nested list of numbers")
@@ -162,7 +169,12 @@ class RunContext(Protocol):
     def capture(self, port: str, value: Any) -> None: ... # an extra capture ("__epoch3"), kept while recording
     def unguarded(self) -> Any: ...                       # a block whose ops skip the element-limit guard:
                                                           # a repeated step it already passed at a size as large
+    def run_script(self, code: str, inputs: dict, params: dict) -> Any: ...  # a script node's code, shut in:
+                                                          # .outputs, .printed, .error (apps/runs/sandbox.py)
 
+
+SCRIPTS_OFF = ("Script nodes are off on this server; an administrator can turn them on "
+               "(CODEFYUI_SCRIPT_NODES=1, or Script nodes in the admin).")
 
 # -- nodes ------------------------------------------------------------------------------
 
@@ -183,6 +195,7 @@ class Node(ABC):
     mutates_inputs: ClassVar[bool] = False  # writes into its input tensors: the engine passes copies
     subgraph: ClassVar[bool] = False      # a block of nodes: the engine runs its inside instead
     reports_training: ClassVar[bool] = False  # trains a model and reports its progress: the Training pane
+    script: ClassVar[bool] = False        # runs a student's code: only where script nodes are on
 
     @abstractmethod
     def run(self, ctx: RunContext, params: dict[str, Any], **inputs: Any) -> dict[str, Any]:

@@ -27,9 +27,10 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import torch
 
-from apps.graphs.nodes.base import NodeError, ParamError
+from apps.graphs.nodes.base import SCRIPTS_OFF, NodeError, ParamError
 from codefyui import conf
 
+from ..sandbox import ScriptLimits
 from . import events as ev
 from .cache import CacheScope, ExecutionCache, cache_key
 from .files import FileRefused, UserFiles
@@ -42,6 +43,9 @@ from .weights import WEIGHTS, structure_hash
 log = logging.getLogger("codefyui.engine")
 
 Emit = Callable[[ev.Event], None]
+RunScript = Callable[..., Any]   # sandbox.run_script: (code, inputs, params, limits) -> ScriptResult
+SCRIPTS_IN_WORKERS = ("Script nodes run only in a run worker, and this server runs graphs without "
+                      "workers (CODEFYUI_RUN_WORKERS).")
 
 
 @dataclass
@@ -61,6 +65,7 @@ class RunOptions:
     timeout_s: float = field(default_factory=lambda: conf.RUN_TIMEOUT_S)
     files_dir: str = ""              # the run owner's own files (My files); "" = none (the CLI)
     files_max_bytes: int = 0
+    scripts: bool = False            # script nodes are on on this server (an administrator's choice)
 
     @property
     def one_node_at_a_time(self) -> bool:
@@ -124,7 +129,8 @@ PROGRESS_EVERY_S = 0.25  # a node's progress reaches the socket at most 4 times 
 class _Context:
     def __init__(self, node: PlannedNode, options: RunOptions, device: torch.device, emit: Emit,
                  gradients: GradientCapture | None = None, cancel: threading.Event | None = None,
-                 deadline: float = float("inf"), capture: Callable[[str, str, Any], None] | None = None):
+                 deadline: float = float("inf"), capture: Callable[[str, str, Any], None] | None = None,
+                 scripts: RunScript | None = None):
         self.node_id = node.id
         self.device = device
         self.seed = node_seed(options.seed, node.id) if options.seed is not None else None
@@ -136,6 +142,7 @@ class _Context:
         self.stopped = False          # the node saw cancelled() come true
         self._options, self._emit, self._node, self._gradients = options, emit, node, gradients
         self._cancel, self._deadline, self._capture = cancel or threading.Event(), deadline, capture
+        self._scripts = scripts
         self._progress: dict[str, Any] | None = None
         self._progress_sent = 0.0
 
@@ -223,11 +230,21 @@ class _Context:
                             "My files, which only runs started on the server have")
         return UserFiles(self._options.files_dir, self._options.files_max_bytes)
 
+    def run_script(self, code: str, inputs: dict[str, Any], params: dict[str, Any]) -> Any:
+        if not self._options.scripts:
+            raise NodeError(SCRIPTS_OFF)
+        if self._scripts is None:
+            raise NodeError(SCRIPTS_IN_WORKERS)
+        limits = ScriptLimits(wall_s=conf.SCRIPT_TIMEOUT_S, cpu_s=conf.SCRIPT_TIMEOUT_S, memory_mb=conf.SCRIPT_MEMORY_MB,
+                              max_elements=self._options.max_elements)
+        return self._scripts(code, inputs, params, limits)
+
 # -- the run ------------------------------------------------------------------------------
 
 def execute(plan: Plan, options: RunOptions, emit: Emit, captures: Any = None,
             cancel: threading.Event | None = None,
-            cache: ExecutionCache | CacheScope | None = None) -> RunOutcome:
+            cache: ExecutionCache | CacheScope | None = None, scripts: RunScript | None = None) -> RunOutcome:
+    """``scripts`` runs script nodes' code: a run worker passes ``sandbox.run_script``."""
     cancel = cancel or threading.Event()
     emit = _naming(plan, emit)
     device, warning = resolve_device(options.device)
@@ -242,7 +259,7 @@ def execute(plan: Plan, options: RunOptions, emit: Emit, captures: Any = None,
         if cancel.is_set():
             return _finish(plan, outcome, emit, ev.RUN_STOPPED, "Execution cancelled")
         with _run_flags(options):
-            return _Runner(plan, options, device, emit, record, cancel, cache, outcome).run()
+            return _Runner(plan, options, device, emit, record, cancel, cache, outcome, scripts).run()
     finally:
         if record is not None:
             record.close_run(options.run_id)
@@ -284,8 +301,8 @@ def _run_flags(options: RunOptions) -> Iterator[None]:
 
 
 class _Runner:
-    def __init__(self, plan, options, device, emit, captures, cancel, cache, outcome):
-        self.plan, self.options, self.device, self.emit = plan, options, device, emit
+    def __init__(self, plan, options, device, emit, captures, cancel, cache, outcome, scripts=None):
+        self.plan, self.options, self.device, self.emit, self.scripts = plan, options, device, emit, scripts
         self.captures, self.cancel, self.outcome = captures, cancel, outcome
         self.cache = None if options.verbose or options.gradients else cache
         self.gradients = GradientCapture() if options.gradients else None
@@ -339,7 +356,7 @@ class _Runner:
     # A node in a worker thread: returns ("ok", outputs, ctx, seconds) or ("error", message, ctx, seconds).
     def _run_node(self, node: PlannedNode) -> tuple:
         ctx = _Context(node, self.options, self.device, self.emit, self.gradients, self.cancel, self.deadline,
-                       self._capture_one if self.captures is not None else None)
+                       self._capture_one if self.captures is not None else None, self.scripts)
         started = time.perf_counter()
         try:
             inputs = self._inputs(node)

@@ -76,8 +76,9 @@ class Conv2d(LibraryNode):
             step(ctx, "input_tensor", f"The input image(s), shape {shape_str(x.shape)}.", input=x)
             step(ctx, "kernel_weights", f"{c_out} filters of shape [{c_in}, {k}, {k}] and one "
                  "bias per filter.", weight=layer.weight, bias=layer.bias)
-            step(ctx, "convolved_output", "Each output pixel: $\\sum$ (pixels under the filter "
-                 "× weights) + bias.", output=out)
+            step(ctx, "convolved_output", "Each output pixel is the filter laid over the "
+                 "input: multiply the pixels under it by the weights, add them up and add the bias: "
+                 "$$y_{o} = b_o + \\sum_{c,i,j} w_{o,c,i,j}\\, x_{c,i,j}$$", output=out)
         return {"tensor": out}
 
 

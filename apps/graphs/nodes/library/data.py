@@ -37,10 +37,12 @@ class TensorInput(LibraryNode):
         "directions. 'shape' says how many numbers go each way: \"1,4,4\" gives a tensor of "
         "shape [1, 4, 4], which is one 4×4 grid holding 16 numbers. 'value_mode' fills it: "
         "explicit uses the numbers you type in 'values' (exactly as many as the shape holds), "
-        "random picks numbers between -1 and 1 (whole-number dtypes get 0 to 9, bool gets "
-        "coin flips), zeros and ones fill it with 0 or 1, and arange counts 0, 1, 2, … "
-        "'dtype' is the kind of number: float32 for fractions, int64 for whole numbers, bool "
-        "for true/false. A non-zero 'seed' makes random mode give the same numbers every run."
+        "random draws numbers from the standard normal distribution (mostly between -2 and 2, "
+        "around 0; whole-number dtypes get 0 to 9, bool gets coin flips), zeros and ones fill "
+        "it with 0 or 1, and arange counts 0, 1, 2, … 'dtype' is the kind of number: float32 "
+        "for fractions, int64 for whole numbers, bool for true/false. Random mode draws from "
+        "'seed' (0 is a seed like any other), so it gives the same numbers on every run and "
+        "the same as CodefyUI with that seed: change the seed for other numbers."
     )
     outputs = TENSOR_OUT
     params = (
@@ -50,16 +52,8 @@ class TensorInput(LibraryNode):
               options=("explicit", "random", "zeros", "ones", "arange")),
         Param("values", "grid", [[[0.0] * 4 for _ in range(4)]],
               "The numbers to use when value_mode is explicit"),
-        Param("seed", "int", 0, "Non-zero: random mode repeats these numbers every run"),
+        Param("seed", "int", 0, "Random mode draws these numbers on every run (0 included)"),
     )
-    # Random only in random mode without its own seed; draws_random narrows the class flag
-    # so the engine can still cache the other modes in unseeded runs.
-    uses_rng = True
-
-    @classmethod
-    def draws_random(cls, params):
-        return (param_value(cls, params, "value_mode") == "random"
-                and not param_value(cls, params, "seed"))
 
     def run(self, ctx, params, **inputs):
         shape = sizes(params, "shape")
@@ -75,12 +69,11 @@ class TensorInput(LibraryNode):
                                 f"requires {count}")
             tensor = torch.tensor(flat, dtype=torch.float64).reshape(shape).to(dtype)
         elif mode == "random":
-            seed = params.get("seed") or 0
-            gen = torch.Generator().manual_seed(seed_value(seed)) if seed else ctx.generator()
+            gen = torch.Generator().manual_seed(seed_value(params["seed"]))  # CodefyUI's numbers
             if dtype == torch.bool:
-                tensor = torch.rand(shape, generator=gen) < 0.5
+                tensor = torch.randint(0, 2, shape, generator=gen).bool()
             elif dtype.is_floating_point:
-                tensor = torch.rand(shape, generator=gen, dtype=dtype) * 2 - 1
+                tensor = torch.randn(shape, generator=gen, dtype=dtype)
             else:
                 tensor = torch.randint(0, 10, shape, generator=gen, dtype=dtype)
         elif mode == "zeros":

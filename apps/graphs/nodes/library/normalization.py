@@ -50,11 +50,14 @@ class LayerNorm(LibraryNode):
             mean = x.mean(dim=dims, keepdim=True)
             var = x.var(dim=dims, keepdim=True, unbiased=False)
             step(ctx, "input", f"The input, shape {shape_str(x.shape)}.", input=x)
-            step(ctx, "compute_mean", "$\\mu$: the mean over the last dimension(s), one per "
-                 "sample.", mean=mean)
-            step(ctx, "compute_var", "$\\sigma^2$: the variance over the same numbers.", var=var)
-            step(ctx, "normalize", "$\\hat x = (x - \\mu) / \\sqrt{\\sigma^2 + \\epsilon}$.",
+            step(ctx, "compute_mean", "The mean $\\mu$ over the last dimension(s), one per "
+                 "sample: $$\\mu = \\frac{1}{n} \\sum_i x_i$$", mean=mean)
+            step(ctx, "compute_var", "The variance $\\sigma^2$: the mean squared distance "
+                 "from $\\mu$ (divided by $n$, not $n - 1$): $$\\sigma^2 = \\frac{1}{n} \\sum_i (x_i - \\mu)^2$$", var=var)
+            step(ctx, "normalize", "Subtract the mean and divide by the spread: "
+                 "$$\\hat x = \\frac{x - \\mu}{\\sqrt{\\sigma^2 + \\epsilon}}$$ Each sample now has "
+                 "mean 0 and variance 1; the small $\\epsilon$ avoids dividing by zero.",
                  normalized=(x - mean) / torch.sqrt(var + layer.eps))
-            step(ctx, "scale_shift", "$y = \\gamma \\hat x + \\beta$ with the learned scale and "
-                 "shift.", gamma=layer.weight, beta=layer.bias, output=out)
+            step(ctx, "scale_shift", "Scale and shift with the learned $\\gamma$ and "
+                 "$\\beta$: $$y = \\gamma \\hat x + \\beta$$", gamma=layer.weight, beta=layer.bias, output=out)
         return {"tensor": out}

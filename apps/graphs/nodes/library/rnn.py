@@ -1,10 +1,13 @@
 """Recurrent layers: read a sequence one step at a time, carrying a memory (the hidden state)."""
 from __future__ import annotations
 
+import math
+
+import torch
 from torch import nn
 
 from ..base import NodeError, Param, Port, register
-from ._helpers import LibraryNode, build_layer, need_rank, shape_str, to_layer_dtype
+from ._helpers import LibraryNode, build_layer, need_rank, seed_value, shape_str, to_layer_dtype
 
 CATEGORY = "RNN"
 
@@ -49,10 +52,24 @@ class RNNCell(LibraryNode):
                 raise NodeError(f"Size mismatch: hidden should have shape {shape_str(expected)} "
                                 f"for this input, but has {shape_str(hidden.shape)}")
         cell = build_layer(ctx, n_hidden * (n_in + n_hidden + 2), "RNNCell weights",
-                           lambda: nn.RNNCell(n_in, n_hidden, nonlinearity=params["nonlinearity"]),
-                           seed=params["seed"])
+                           lambda: _seeded_cell(n_in, n_hidden, params["nonlinearity"], params["seed"]))
         h = None if hidden is None else to_layer_dtype(hidden, cell)
         return {"hidden": cell(to_layer_dtype(tensor, cell), h)}
+
+
+def _seeded_cell(n_in: int, n_hidden: int, nonlinearity: str, seed: int) -> nn.RNNCell:
+    """The cell CodefyUI starts from, so a worksheet's numbers match: each weight matrix drawn
+    from the standard normal distribution (a generator seeded with 'seed', in the module's
+    parameter order) times 1/√hidden_size, and every bias zero."""
+    cell = nn.RNNCell(n_in, n_hidden, nonlinearity=nonlinearity)
+    gen = torch.Generator().manual_seed(seed_value(seed))
+    with torch.no_grad():
+        for p in cell.parameters():
+            if p.dim() >= 2:
+                p.copy_(torch.randn(p.shape, generator=gen) / math.sqrt(n_hidden))
+            else:
+                p.zero_()
+    return cell
 
 
 class _Recurrent(LibraryNode):

@@ -317,13 +317,15 @@ class Softmax(LibraryNode):
             exp = shifted.exp()
             partition = exp.sum(dim=dim, keepdim=True)
             step(ctx, "logits", "The input scores $z$ (logits); any real numbers.", logits=x)
-            step(ctx, "max_subtract", "Subtract the largest score: $z_i - \\max_j z_j$. The "
-                 "result is unchanged, but $e^z$ can no longer overflow.", max=biggest,
+            step(ctx, "max_subtract", "Subtract the largest score from every score: $z_i - \\max_j z_j$. The "
+                 "largest becomes 0 and the rest negative. The final answer does not change, but "
+                 "$e^z$ can no longer overflow.", max=biggest,
                  shifted=shifted)
-            step(ctx, "exp", "Exponentiate: $e^{z_i - \\max z}$, every value now in $(0, 1]$.",
+            step(ctx, "exp", "Exponentiate: $e^{z_i - \\max z}$. Every value is now positive and at most 1; "
+                 "bigger scores give bigger numbers.",
                  exp=exp)
-            step(ctx, "partition", "Add them up along the dim: $Z = \\sum_j e^{z_j - \\max z}$.",
+            step(ctx, "partition", "Add them up along the dim: $$Z = \\sum_j e^{z_j - \\max z}$$",
                  partition=partition)
-            step(ctx, "divide", "Divide each by the total: $p_i = e^{z_i - \\max z} / Z$; the "
-                 "$p_i$ sum to 1.", output=out)
+            step(ctx, "divide", "Divide each by the total: $$p_i = \\frac{e^{z_i - \\max z}}{Z}$$ so "
+                 "every $p_i$ is between 0 and 1 and together they sum to 1.", output=out)
         return {"tensor": out}
