@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-STUDENTS = 80           # one fresh account per test: each starts on the welcome screen
+STUDENTS = 160          # one fresh account per test: each starts on the welcome screen
 PASSWORD = "pw-e2e-student-4711"
 # The product's codefyui.asgi:application, plus the test-only node test:Gate (see asgi.py).
 ASGI_APP = "tests.e2e.asgi:application"
