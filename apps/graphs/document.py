@@ -178,8 +178,9 @@ def run_settings(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def node_label(node: dict[str, Any]) -> str:
+    """Its own label, else its type without a pack's namespace (``Edu-KNN``, as CodefyUI shows it)."""
     label = node.get("data", {}).get("label")
-    return label if isinstance(label, str) and label.strip() else node["type"]
+    return label if isinstance(label, str) and label.strip() else node["type"].split(":", 1)[-1]
 
 
 def is_trigger(edge: dict[str, Any]) -> bool:
