@@ -248,6 +248,23 @@ def test_dataloader_batches_and_labels(ctx):
     assert repr(loader) == "Iris (train): 120 samples of [4], 3 classes; 4 batches of 32, shuffled"
 
 
+def test_a_batch_fetched_whole_equals_its_samples_one_by_one_and_is_a_fresh_copy(ctx):
+    digits = dataset(ctx)
+    x, y = _datasets.collate(digits.__getitems__([5, 0, 9]))
+    assert torch.equal(x, torch.stack([digits[i][0] for i in (5, 0, 9)]))
+    assert torch.equal(y, torch.stack([digits[i][1] for i in (5, 0, 9)]))
+    x.add_(1)
+    y.add_(1)
+    assert torch.equal(digits[5][0] + 1, x[0]) and digits[5][1] + 1 == y[0]  # the stored sample is unchanged
+
+
+def test_evaluate_model_reads_batches_fetched_whole(ctx):
+    """EvaluateModel's own loader collates them as the DataLoader node's does."""
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10))
+    result = run(ctx, "EvaluateModel", {"batch_size": 100}, model=model, dataset=dataset(ctx, split="test"))
+    assert result["total"] == 359
+
+
 def test_dataloader_without_shuffle_keeps_the_order(ctx):
     iris = dataset(ctx, name="Iris")
     loader = run(ctx, "DataLoader", {"shuffle": False}, dataset=iris)["dataloader"]

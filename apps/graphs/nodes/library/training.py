@@ -13,6 +13,7 @@ from torch import nn
 
 from ..base import NodeError, Param, Port, register
 from ._helpers import LibraryNode, shape_str
+from ._datasets import collate
 
 CATEGORY = "Training"
 
@@ -538,7 +539,7 @@ class EvaluateModel(LibraryNode):
         was_training = model.training
         model.eval()
         correct = total = 0
-        loader = torch.utils.data.DataLoader(dataset, batch_size=params["batch_size"])
+        loader = torch.utils.data.DataLoader(dataset, batch_size=params["batch_size"], collate_fn=collate)
         with torch.no_grad():
             for batch in loader:
                 data, targets = _split(batch)
