@@ -120,7 +120,7 @@ def test_a_graph_needing_a_missing_pack_opens_names_it_and_does_not_run(screen_p
     page.get_by_label("Import… (graph or workspace file)").set_input_files(graph)
     with page.expect_navigation(wait_until="load"):
         page.get_by_role("button", name="Import", exact=True).click()
-    card = screen.card("vision:Edu-Blur")
+    card = screen.card("Edu-Blur")  # named without its namespace
     expect(card).to_contain_text("Pack vision: not installed")
     screen.click(page.get_by_role("button", name="Run", exact=True))
     expect(page.get_by_role("alert")).to_contain_text(
