@@ -154,13 +154,13 @@ class _EventBatch:
             self.flush()
 
     def flush(self) -> None:
-        with self._lock:
+        with self._lock:  # sent under the lock: two flushes never overtake each other
             events, self._events = self._events, []
             timer, self._timer = self._timer, None
-        if timer is not None:
-            timer.cancel()
-        if events:
-            self._send("events", events)
+            if timer is not None:
+                timer.cancel()
+            if events:
+                self._send("events", events)
 
 
 def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading.Event | None = None,

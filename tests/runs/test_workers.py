@@ -205,3 +205,18 @@ def test_a_script_node_runs_in_a_child_process_of_its_worker(ready, student, mon
     parent = int(next(line for line in (e["text"] for e in run.log) if line.startswith("parent")).split()[1])
     assert parent in ready.pids() and parent != os.getpid()
     assert run.nodes["node"]["summary"]["out1"]["shape"] == [3]
+
+
+# -- events leave a worker in batches (no worker process needed) -------------------------------------
+
+def test_a_workers_events_leave_in_order_in_batches_and_a_runs_end_at_once():
+    from apps.runs.engine import events as ev
+    sent: list[list[str]] = []
+    batch = workers._EventBatch(lambda kind, events: sent.append([e.kind for e in events]))
+    for kind in (ev.RUN_STARTED, ev.NODE_RUNNING, ev.NODE_COMPLETED):
+        batch(ev.Event(kind, "r1"))
+    time.sleep(workers._EventBatch.LINGER_S * 5)
+    assert sent == [[ev.RUN_STARTED, ev.NODE_RUNNING, ev.NODE_COMPLETED]]  # one message, at most LINGER_S late
+    batch(ev.Event(ev.LOG, "r1"))
+    batch(ev.Event(ev.RUN_COMPLETED, "r1"))
+    assert sent[-1] == [ev.LOG, ev.RUN_COMPLETED]  # the end does not wait
