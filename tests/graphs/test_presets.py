@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from apps.graphs import document, edits, presets, subgraphs
-from apps.graphs.nodes.base import resolve
 from apps.runs.engine import RunOptions, execute, plan_run
 from codefyui import conf
 
@@ -64,8 +63,7 @@ def test_the_three_presets_of_codefyui_ship():
 
 @pytest.mark.parametrize("name", ["Simple CNN Classifier", "LSTM Sequence", "Training Pipeline"])
 def test_every_preset_becomes_a_block_with_its_exposed_ports(name):
-    if not presets.builtin()[name].runnable:
-        pytest.skip(f"{name} needs a node this branch lacks (TrainingLoop arrives with the training nodes)")
+    assert presets.builtin()[name].runnable  # every node it holds is in the catalogue
     doc = document.normalise(graph(preset_node("p", name)))
     block = edits.find_node(doc, "p")
     inside = subgraphs.definition(block)
@@ -100,7 +98,6 @@ def test_a_block_of_a_preset_feeds_the_nodes_after_it():
     assert list(run(doc)["flat"]["tensor"].shape) == [1, 8]
 
 
-@pytest.mark.skipif(resolve("TrainingLoop") is None, reason="TrainingLoop arrives with the training nodes")
 def test_training_pipeline_takes_the_model_twice():
     inside = subgraphs.definition(edits.find_node(document.normalise(graph(preset_node("tp", "Training Pipeline"))), "tp"))
     assert [(p["name"], p["node"], p["type"]) for p in inside["inputs"]] == [
