@@ -284,13 +284,13 @@ def resolve(type_key: str) -> type[Node] | None:
 
 
 CATEGORY_ORDER = ("Control", "Data", "EDU", "Classical", "IO", "CNN", "Normalization", "RNN",
-                  "Transformer", "LLM", "Diffusion", "RL", "Training", "Tensor Operations",
-                  "Utility")
+                  "Transformer", "LLM", "Diffusion", "RL", "Training", "Data Flow",
+                  "Tensor Operations", "Utility")
 
 CATEGORY_COLOURS = {
     "Control": "#9E9E9E", "Data": "#00BCD4", "EDU": "#84CC16", "Classical": "#F59E0B", "IO": "#795548",
     "CNN": "#4CAF50", "Normalization": "#26A69A", "RNN": "#2196F3", "Transformer": "#9C27B0",
-    "LLM": "#A78BFA", "Diffusion": "#EC4899", "RL": "#FF9800", "Training": "#F44336",
+    "LLM": "#A78BFA", "Diffusion": "#EC4899", "RL": "#FF9800", "Training": "#F44336", "Data Flow": "#0EA5E9",
     "Tensor Operations": "#5C6BC0", "Utility": "#607D8B",
 }
 
