@@ -1,0 +1,129 @@
+"""CodefyUI's own gallery as the compatibility target: how many of its example graphs
+(``examples/**/graph.json`` and ``plugins/*/examples/**/graph.json`` in its repository) load and
+run here, each through our CLI (``manage.py rungraph --json``) in a process of its own, as a
+teacher would run a file. The reason for every graph that does not is printed.
+
+The repository is read from a local copy, never committed (CodefyUI is AGPL-3.0): PATH names a
+clone or a bare mirror (default: the search tool's mirror under /work/.mirror). With
+``--codefyui-python PY`` (an interpreter with CodefyUI's backend requirements installed) and a
+clone with a work tree, each graph is also run by CodefyUI's own ``backend/run_graph.py`` and
+the shapes of every node's tensor outputs are compared with ours.
+
+Run: .venv/bin/python bench/codefyui_gallery.py [PATH] [--timeout S] [--jobs N] [--codefyui-python PY]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MIRROR = Path("/work/.mirror/CodefyUI+CodefyUI/repo")
+IS_EXAMPLE = re.compile(r"^(plugins/[^/]+/)?examples/.+\.json$")
+CODEFYUI_DONE = re.compile(r"\[(?P<node>[^\]]+)\] completed\s+->\s+(?P<outputs>.*)$")
+CODEFYUI_TENSOR = re.compile(r"(?P<port>\w+): Tensor(?P<shape>\[[\d, ]*\])")
+
+
+def gallery(repo: Path) -> dict[str, str]:
+    """Path in the repository -> text of every example graph (HEAD of a git copy, else files)."""
+    if (repo / "HEAD").exists() and not (repo / ".git").exists():  # a bare mirror
+        git = ["git", "--git-dir", str(repo)]
+        names = subprocess.run(git + ["ls-tree", "-r", "--name-only", "HEAD"], capture_output=True,
+                               text=True, check=True).stdout.split("\n")
+        return {n: subprocess.run(git + ["show", f"HEAD:{n}"], capture_output=True, text=True, check=True).stdout
+                for n in names if IS_EXAMPLE.match(n)}
+    return {str(p.relative_to(repo)): p.read_text(encoding="utf-8") for p in sorted(repo.rglob("*.json"))
+            if IS_EXAMPLE.match(str(p.relative_to(repo)))}
+
+
+def ours(text: str, timeout: float) -> dict:
+    """Our CLI's JSON answer for one graph, or {"status": "timeout"}."""
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "graph.json"
+        path.write_text(text, encoding="utf-8")
+        env = {**os.environ, "CODEFYUI_VAR_DIR": scratch, "OMP_NUM_THREADS": "1"}
+        try:
+            done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "rungraph", "--json", "--device", "cpu",
+                                   str(path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"status": "timeout"}
+    try:
+        return json.loads(done.stdout)
+    except ValueError:
+        return {"status": "crashed", "error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+
+
+def verdict(answer: dict) -> str:
+    """'ran', or why not, in one line."""
+    status = answer.get("status")
+    if status == "succeeded":
+        return "ran"
+    if status == "invalid":
+        return "does not load: " + "; ".join(answer.get("problems", []))[:220]
+    if status == "timeout":
+        return "does not finish within the time limit"
+    failed = [f"{node}: {r['error']}" for node, r in answer.get("nodes", {}).items() if r.get("error")]
+    return f"does not run: {(failed[0] if failed else answer.get('error') or status)[:220]}"
+
+
+def our_shapes(answer: dict) -> dict[tuple[str, str], list[int]]:
+    return {(node, port): s["shape"] for node, r in answer.get("nodes", {}).items()
+            for port, s in (r.get("outputs") or {}).items() if s.get("type") == "tensor"}
+
+
+def codefyui_shapes(python: str, repo: Path, name: str, timeout: float) -> dict[tuple[str, str], list[int]] | None:
+    """Tensor output shapes from CodefyUI's own CLI run of one graph, or None when it fails."""
+    try:
+        done = subprocess.run([python, "run_graph.py", str(repo / name)], cwd=repo / "backend",
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    shapes = {}
+    for line in (done.stdout + done.stderr).splitlines():
+        if done_line := CODEFYUI_DONE.search(line):
+            for t in CODEFYUI_TENSOR.finditer(done_line["outputs"]):
+                shapes[(done_line["node"], t["port"])] = json.loads(t["shape"])
+    return shapes if done.returncode == 0 else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("path", nargs="?", type=Path, default=MIRROR)
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds per graph")
+    parser.add_argument("--jobs", type=int, default=max(1, min(4, (os.cpu_count() or 2) // 2)))
+    parser.add_argument("--codefyui-python", help="an interpreter that runs CodefyUI's backend")
+    args = parser.parse_args()
+    if not args.path.exists():
+        print(f"No CodefyUI repository at {args.path}; fetch it (github:CodefyUI/CodefyUI) and name it")
+        print("figure: gallery_runs = n/a")
+        return
+    graphs = gallery(args.path)
+    with ThreadPoolExecutor(args.jobs) as pool:
+        answers = dict(zip(graphs, pool.map(lambda text: ours(text, args.timeout), graphs.values())))
+    loaded = ran = same = compared = 0
+    for name, answer in answers.items():
+        said = verdict(answer)
+        loaded += answer.get("status") not in ("invalid", "crashed")
+        ran += said == "ran"
+        if said == "ran" and args.codefyui_python:
+            theirs = codefyui_shapes(args.codefyui_python, args.path, name, args.timeout)
+            if theirs is not None:
+                compared += 1
+                mine = our_shapes(answer)
+                differ = {k: (v, mine.get(k)) for k, v in theirs.items() if mine.get(k) != v}
+                same += not differ
+                said += "; shapes equal to CodefyUI's" if not differ else f"; shapes differ: {differ}"
+        print(f"{name.removesuffix('/graph.json')}: {said}")
+    print(f"loaded {loaded}/{len(graphs)}, ran {ran}/{len(graphs)}"
+          + (f", shapes equal in {same} of the {compared} CodefyUI also ran" if args.codefyui_python else ""))
+    print(f"figure: gallery_runs = {ran}")
+
+
+if __name__ == "__main__":
+    main()
