@@ -77,10 +77,22 @@ def our_shapes(answer: dict) -> dict[tuple[str, str], list[int]]:
             for port, s in (r.get("outputs") or {}).items() if s.get("type") == "tensor"}
 
 
-def codefyui_shapes(python: str, repo: Path, name: str, timeout: float) -> dict[tuple[str, str], list[int]] | None:
+def codefyui_user_dir(repo: Path, scratch: str) -> dict[str, str]:
+    """The environment for CodefyUI's CLI: a user folder whose lockfile enables every pack the
+    repository ships (its CLI loads only the packs a lockfile names)."""
+    packs = sorted(p.name for p in (repo / "plugins").iterdir() if (p / "cdui.plugin.toml").exists())
+    lockfile = Path(scratch) / "plugins" / "installed.json"
+    lockfile.parent.mkdir(parents=True)
+    lockfile.write_text(json.dumps({"schema": 1, "plugins": {p: {"source_kind": "builtin", "enabled": True}
+                                                             for p in packs}}))
+    return {**os.environ, "CODEFYUI_USER_DATA_DIR": scratch, "OMP_NUM_THREADS": "1"}
+
+
+def codefyui_shapes(python: str, repo: Path, name: str, env: dict[str, str],
+                    timeout: float) -> dict[tuple[str, str], list[int]] | None:
     """Tensor output shapes from CodefyUI's own CLI run of one graph, or None when it fails."""
     try:
-        done = subprocess.run([python, "run_graph.py", str(repo / name)], cwd=repo / "backend",
+        done = subprocess.run([python, "run_graph.py", str(repo / name)], cwd=repo / "backend", env=env,
                               capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None
@@ -104,21 +116,28 @@ def main() -> None:
         print("figure: gallery_runs = n/a")
         return
     graphs = gallery(args.path)
+    scratch = tempfile.TemporaryDirectory()
+    codefyui_env = codefyui_user_dir(args.path, scratch.name) if args.codefyui_python else {}
+
+    def both(name: str) -> tuple[dict, dict | None]:
+        answer = ours(graphs[name], args.timeout)
+        theirs = (codefyui_shapes(args.codefyui_python, args.path, name, codefyui_env, args.timeout)
+                  if args.codefyui_python and answer.get("status") == "succeeded" else None)
+        return answer, theirs
+
     with ThreadPoolExecutor(args.jobs) as pool:
-        answers = dict(zip(graphs, pool.map(lambda text: ours(text, args.timeout), graphs.values())))
+        results = dict(zip(graphs, pool.map(both, graphs)))
     loaded = ran = same = compared = 0
-    for name, answer in answers.items():
+    for name, (answer, theirs) in results.items():
         said = verdict(answer)
         loaded += answer.get("status") not in ("invalid", "crashed")
         ran += said == "ran"
-        if said == "ran" and args.codefyui_python:
-            theirs = codefyui_shapes(args.codefyui_python, args.path, name, args.timeout)
-            if theirs is not None:
-                compared += 1
-                mine = our_shapes(answer)
-                differ = {k: (v, mine.get(k)) for k, v in theirs.items() if mine.get(k) != v}
-                same += not differ
-                said += "; shapes equal to CodefyUI's" if not differ else f"; shapes differ: {differ}"
+        if theirs is not None:
+            compared += 1
+            mine = our_shapes(answer)
+            differ = {k: (v, mine.get(k)) for k, v in theirs.items() if mine.get(k) != v}
+            same += not differ
+            said += "; shapes equal to CodefyUI's" if not differ else f"; shapes differ (CodefyUI's, ours): {differ}"
         print(f"{name.removesuffix('/graph.json')}: {said}")
     print(f"loaded {loaded}/{len(graphs)}, ran {ran}/{len(graphs)}"
           + (f", shapes equal in {same} of the {compared} CodefyUI also ran" if args.codefyui_python else ""))
