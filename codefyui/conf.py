@@ -64,6 +64,13 @@ SCRIPT_NODES = os.environ.get("CODEFYUI_SCRIPT_NODES", "").strip() == "1"
 SCRIPT_TIMEOUT_S = _int("CODEFYUI_SCRIPT_TIMEOUT_S", 30)
 SCRIPT_MEMORY_MB = _int("CODEFYUI_SCRIPT_MEMORY_MB", 1024)
 
+# LLMChat: an OpenAI-compatible chat endpoint on the school's network (POST {base}/chat/completions).
+# Unset (the default), the server runs offline and LLMChat says no provider is configured.
+LLM_BASE_URL = os.environ.get("CODEFYUI_LLM_BASE_URL", "").strip()
+LLM_MODEL = os.environ.get("CODEFYUI_LLM_MODEL", "").strip()
+LLM_API_KEY = os.environ.get("CODEFYUI_LLM_API_KEY", "").strip()
+LLM_TIMEOUT_S = _int("CODEFYUI_LLM_TIMEOUT_S", 30)
+
 # Port statistics (the Stats tab).
 STATS_SAMPLE_THRESHOLD = _int("CODEFYUI_STATS_SAMPLE_THRESHOLD", 4_000_000)
 STATS_SAMPLE_SIZE = _int("CODEFYUI_STATS_SAMPLE_SIZE", 1_000_000)

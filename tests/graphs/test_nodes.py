@@ -53,6 +53,8 @@ SMALL_RUNS = {
     "RNNCell": ({}, {"tensor": t(1, 8)}),
     "LSTM": ({"input_size": 4, "hidden_size": 5, "bidirectional": True}, {"tensor": t(2, 3, 4)}),
     "GRU": ({"input_size": 4, "hidden_size": 5, "num_layers": 2}, {"tensor": t(2, 3, 4)}),
+    "GraphInput": ({"default": "hi"}, {}),
+    "MoELayer": ({"num_experts": 3, "top_k": 2, "hidden_dim": 4, "expert_hidden_dim": 6}, {"x": t(1, 3, 4)}),
     "MultiHeadAttention": ({"embed_dim": 8, "num_heads": 2},
                            {"query": t(3, 1, 8), "key": t(5, 1, 8), "value": t(5, 1, 8)}),
     "TransformerEncoder": ({"d_model": 8, "nhead": 2, "num_layers": 1, "dim_feedforward": 16},
