@@ -50,6 +50,18 @@ SMALL_RUNS = {
     "Dropout": ({}, {"tensor": t(4, 4)}),
     "BatchNorm2d": ({"num_features": 2}, {"tensor": t(2, 2, 3, 3)}),
     "LayerNorm": ({"normalized_shape": "4"}, {"tensor": t(2, 4)}),
+    "Conv1d": ({"out_channels": 2}, {"tensor": t(1, 1, 6)}),
+    "Conv2dKernel": ({}, {}),
+    "Conv2dExplicit": ({}, {"tensor": t(1, 2, 4, 4), "kernel": t(3, 3)}),
+    "BatchNorm1d": ({"num_features": 3}, {"tensor": t(4, 3)}),
+    "GroupNorm": ({"num_groups": 2, "num_channels": 4}, {"tensor": t(2, 4, 3)}),
+    "InstanceNorm2d": ({"num_features": 2, "affine": True}, {"tensor": t(1, 2, 3, 3)}),
+    "GaussianNoise": ({"shape": "2,3"}, {}),
+    "Lerp": ({"alpha": 0.25}, {"tensor_a": t(2, 3), "tensor_b": t(3)}),
+    "Upsample": ({}, {"tensor": t(1, 2, 3, 3)}),
+    "TimestepEmbedding": ({"embed_dim": 8}, {"timestep": torch.tensor([0, 5])}),
+    "DiffusionUNet": ({"in_channels": 1, "base_channels": 4, "channel_mult": "1,2", "time_emb_dim": 8,
+                       "num_groups": 2}, {}),
     "RNNCell": ({}, {"tensor": t(1, 8)}),
     "LSTM": ({"input_size": 4, "hidden_size": 5, "bidirectional": True}, {"tensor": t(2, 3, 4)}),
     "GRU": ({"input_size": 4, "hidden_size": 5, "num_layers": 2}, {"tensor": t(2, 3, 4)}),
@@ -72,6 +84,9 @@ EXPECTED_SHAPES = {
     "Conv2d": [1, 2, 5, 5], "ConvTranspose2d": [1, 3, 6, 6], "MaxPool2d": [1, 2, 2, 2],
     "AvgPool2d": [1, 2, 3, 3], "AdaptiveAvgPool2d": [1, 2, 2, 1], "LayerNorm": [2, 4],
     "TensorInput": [1, 4, 4], "TensorCreate": [1, 2, 3], "TransformerDecoder": [1, 3, 8],
+    "Conv1d": [1, 2, 6], "Conv2dKernel": [3, 3], "Conv2dExplicit": [1, 2, 4, 4], "BatchNorm1d": [4, 3],
+    "GroupNorm": [2, 4, 3], "InstanceNorm2d": [1, 2, 3, 3], "GaussianNoise": [2, 3], "Lerp": [2, 3],
+    "Upsample": [1, 2, 6, 6], "TimestepEmbedding": [2, 8],
 }
 
 

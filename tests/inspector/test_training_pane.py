@@ -111,3 +111,15 @@ def test_grad_scaler_state_outside_fp16_reads_no_value_this_run(student_client, 
     body = student_client.get(f"/editor/{tab.pk}/?node=train&run={run.pk}&view=forward").content.decode()
     row = body[body.index('aria-label="Output grad_scaler_state"'):]
     assert row[:row.index("</article>")].count("No value this run") == 1
+
+
+def test_the_diffusion_training_loop_has_the_training_pane(student_client, student):
+    """DiffusionTrainingLoop reports TrainingLoop's progress fields, so its card and pane show them."""
+    from tests.conftest import example
+    doc = document.normalise(example("diffusion-tiny-train"))
+    tab = Tab.objects.create(owner=student, title="diffusion", document=doc)
+    run = _run(student_client, tab, student)
+    body = student_client.get(f"/editor/{tab.pk}/?node=train&run={run.pk}&view=training").content.decode()
+    assert "<dt>Epoch</dt><dd>8/8</dd>" in body and "Epoch 8/8 · batch 2/2" in body
+    assert "<th scope=\"row\">Optimizer</th><td>Adam</td>" in body
+    assert body.count('<polyline class="train"') == 1

@@ -1,11 +1,13 @@
 """Convolutional network nodes: convolutions, pooling, activations, dropout, batch norm."""
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..base import NodeError, Param, register
+from ..base import NodeError, Param, Port, register
 from ._helpers import (TENSOR_IN, TENSOR_OUT, LibraryNode, as_float, build_layer, need_rank,
                        param_value, shape_str, step, to_layer_dtype)
 
@@ -318,4 +320,142 @@ class BatchNorm2d(LibraryNode):
             step(ctx, "scale_shift", "$y = \\gamma_c \\hat x + \\beta_c$ with the learned scale and "
                  "shift.", gamma=layer.weight, beta=layer.bias,
                  output=out if x.dim() == 4 else out.squeeze(0))
+        return {"tensor": out if x.dim() == 4 else out.squeeze(0)}
+
+
+SEQUENCE_LAYOUT = "[batch, channels, length] (or [channels, length])"
+
+
+@register
+class Conv1d(LibraryNode):
+    type = "Conv1d"
+    category = CATEGORY
+    description = "Slides small learned filters along a sequence (sound, sensor readings) to detect patterns."
+    details = (
+        "Conv1d is Conv2d for signals with one direction, such as a sound wave or a row of "
+        "sensor readings over time. Each of the 'out_channels' filters is a row of kernel_size "
+        "weights for every input channel; it slides along the sequence 'stride' steps at a "
+        "time, multiplies the values under it by its weights and adds them up (plus a bias): "
+        "one output value. 'padding' adds zeros at both ends so the output can keep the "
+        "input's length: with in_channels 1, out_channels 32, kernel 3, stride 1 and padding 1 "
+        "a [1, 1, 100] signal becomes [1, 32, 100]. The input's channels must equal 'in_channels'."
+    )
+    inputs = (Port("tensor", description="[batch, channels, length] or [channels, length]"),)
+    outputs = TENSOR_OUT
+    params = _kernel_params(1, 32, 3, 1, 1)
+    stateful = True
+
+    def run(self, ctx, params, tensor):
+        need_rank(tensor, (2, 3), "Conv1d", SEQUENCE_LAYOUT)
+        c_in, c_out, k = params["in_channels"], params["out_channels"], params["kernel_size"]
+        stride, pad = params["stride"], params["padding"]
+        got = tensor.shape[-2]
+        if got != c_in:
+            raise NodeError(f"Channel mismatch: Conv1d expected {c_in} channels, got {got} (input shape "
+                            f"{shape_str(tensor.shape)}); set in_channels to {got}")
+        if tensor.shape[-1] + 2 * pad < k:
+            raise NodeError(f"Conv1d: the input's length {tensor.shape[-1]} (with padding {pad}) is "
+                            f"smaller than kernel_size {k}; use a smaller kernel, more padding or a longer input")
+        layer = build_layer(ctx, c_out * c_in * k + c_out, "Conv1d weights",
+                            lambda: nn.Conv1d(c_in, c_out, k, stride, pad))
+        return {"tensor": layer(to_layer_dtype(tensor, layer))}
+
+
+# Classical 3×3 filters from image processing (as CodefyUI names them).
+KERNEL_PRESETS = {
+    "EdgeDetection3x3": [[-1.0, -1.0, -1.0], [-1.0, 8.0, -1.0], [-1.0, -1.0, -1.0]],  # Laplacian
+    "Sharpen3x3": [[0.0, -1.0, 0.0], [-1.0, 5.0, -1.0], [0.0, -1.0, 0.0]],
+    "VerticalEdge3x3": [[-1.0, 0.0, 1.0], [-1.0, 0.0, 1.0], [-1.0, 0.0, 1.0]],       # Prewitt, left to right
+}
+
+
+def _grid_numbers(grid) -> list:
+    if isinstance(grid, (list, tuple)):
+        return [n for row in grid for n in _grid_numbers(row)]
+    return [grid]
+
+
+@register
+class Conv2dKernel(LibraryNode):
+    type = "Conv2dKernel"
+    category = CATEGORY
+    description = "Makes a convolution kernel (a small grid of weights) to feed a Conv2dExplicit."
+    details = (
+        "A kernel is the small grid of weights a convolution slides over an image. This node "
+        "only makes the grid, as a [kernel_size, kernel_size] tensor; wire it into the 'kernel' "
+        "input of a Conv2dExplicit to apply it. EdgeDetection3x3 (a Laplacian: 8 in the "
+        "middle, -1 around it) lights up pixels that differ from their neighbours; Sharpen3x3 "
+        "(5 in the middle, -1 above, below and beside) makes edges crisper; VerticalEdge3x3 "
+        "(-1 on the left, +1 on the right) responds where brightness changes from left to "
+        "right. 'Custom' uses your own kernel_size × kernel_size grid of 'weights' (the default "
+        "grid, a 1 in the middle, leaves an image unchanged)."
+    )
+    outputs = (Port("tensor", description="[kernel_size, kernel_size]"),)
+    params = (
+        Param("preset", "select", "EdgeDetection3x3", "A ready-made 3×3 kernel, or Custom",
+              options=(*KERNEL_PRESETS, "Custom")),
+        Param("kernel_size", "int", 3, "Side of a Custom kernel (1 to 15)", min=1, max=15),
+        Param("weights", "grid", [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]],
+              "The Custom kernel: kernel_size rows of kernel_size numbers"),
+    )
+
+    def run(self, ctx, params, **inputs):
+        if params["preset"] != "Custom":
+            return {"tensor": torch.tensor(KERNEL_PRESETS[params["preset"]], dtype=torch.float32,
+                                           device=ctx.device)}
+        size, numbers = params["kernel_size"], _grid_numbers(params["weights"])
+        if len(numbers) != size * size:
+            raise NodeError(f"Conv2dKernel: 'weights' has {len(numbers)} numbers, but kernel_size={size} "
+                            f"needs {size * size} ({size} rows of {size}); change kernel_size or refill the grid")
+        try:
+            values = [float(n) for n in numbers]
+        except (TypeError, ValueError):
+            raise NodeError("Conv2dKernel: every entry of 'weights' must be a number") from None
+        if not all(math.isfinite(v) for v in values):
+            raise NodeError("Conv2dKernel: every entry of 'weights' must be a finite number")
+        return {"tensor": torch.tensor(values, dtype=torch.float32, device=ctx.device).reshape(size, size)}
+
+
+@register
+class Conv2dExplicit(LibraryNode):
+    type = "Conv2dExplicit"
+    category = CATEGORY
+    description = "Convolves an image with a kernel you give it (no learned weights), channel by channel."
+    details = (
+        "The kernel comes in on the 'kernel' input, for example from a Conv2dKernel, instead of "
+        "being learned. It slides over every channel of the image separately, 'stride' pixels "
+        "at a time; at each position the pixels under it are multiplied by its weights and "
+        "added up into one output pixel. Channels are not mixed, so a [1, 3, 28, 28] picture "
+        "stays 3 channels: with a 3×3 kernel, stride 1 and padding 1 it becomes [1, 3, 28, 28]; "
+        "with padding 0 each side loses a pixel ([1, 3, 26, 26]). The kernel may be [k, k] or "
+        "[1, 1, k, k] (the same kernel for every channel), or [C, 1, k, k] (one kernel per "
+        "channel); it must be square."
+    )
+    inputs = (Port("tensor", description="[batch, channels, height, width] (or [channels, height, width])"),
+              Port("kernel", description="[k, k], [1, 1, k, k] or [channels, 1, k, k]"))
+    outputs = TENSOR_OUT
+    params = (
+        Param("stride", "int", 1, "Step between kernel positions", min=1),
+        Param("padding", "int", 1, "Rings of zeros added around each channel", min=0),
+    )
+
+    def run(self, ctx, params, tensor, kernel):
+        x = as_float(_image(tensor, "Conv2dExplicit"))
+        batched = x if x.dim() == 4 else x.unsqueeze(0)
+        channels = batched.shape[1]
+        if kernel.dim() == 2:
+            kernel = kernel.reshape(1, 1, *kernel.shape)
+        elif kernel.dim() != 4:
+            raise NodeError(f"Conv2dExplicit: 'kernel' must be [k, k], [1, 1, k, k] or [{channels}, 1, k, k], "
+                            f"but it has shape {shape_str(kernel.shape)}")
+        k_out, k_in, k_h, k_w = kernel.shape
+        if k_h != k_w:
+            raise NodeError(f"Conv2dExplicit: the kernel must be square, but it is {k_h} × {k_w} "
+                            f"(shape {shape_str(kernel.shape)})")
+        if k_in != 1 or k_out not in (1, channels):
+            raise NodeError(f"Conv2dExplicit: a kernel of shape {shape_str(kernel.shape)} does not fit an image "
+                            f"with {channels} channels; use [k, k], [1, 1, k, k] or [{channels}, 1, k, k]")
+        _fits(batched, k_h, params["padding"], "Conv2dExplicit")
+        weight = kernel.expand(channels, 1, k_h, k_w).to(dtype=batched.dtype, device=batched.device)
+        out = F.conv2d(batched, weight, stride=params["stride"], padding=params["padding"], groups=channels)
         return {"tensor": out if x.dim() == 4 else out.squeeze(0)}

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from ..base import NodeError, Param, register
-from ._helpers import (TENSOR_IN, TENSOR_OUT, LibraryNode, build_layer, numel, shape_str, sizes,
-                       step, to_layer_dtype)
+from ..base import NodeError, Param, Port, register
+from ._helpers import (TENSOR_IN, TENSOR_OUT, LibraryNode, build_layer, need_rank, numel, shape_str,
+                       sizes, step, to_layer_dtype)
 
 
 @register
@@ -61,3 +62,115 @@ class LayerNorm(LibraryNode):
             step(ctx, "scale_shift", "Scale and shift with the learned $\\gamma$ and "
                  "$\\beta$: $$y = \\gamma \\hat x + \\beta$$", gamma=layer.weight, beta=layer.bias, output=out)
         return {"tensor": out}
+
+
+def _channels(x: torch.Tensor, dim: int, expected: int, node: str, param: str) -> None:
+    got = x.shape[dim]
+    if got != expected:
+        raise NodeError(f"Channel mismatch: {node} expected {expected} channels, got {got} (input shape "
+                        f"{shape_str(x.shape)}); set {param} to {got}")
+
+
+@register
+class BatchNorm1d(LibraryNode):
+    type = "BatchNorm1d"
+    category = "Normalization"
+    description = "Normalises each feature to mean 0 and spread 1 over the batch, then rescales it."
+    details = (
+        "BatchNorm1d is BatchNorm2d for tables and sequences, typically right after a Linear "
+        "layer. For each of the 'num_features' features (the second dimension) it takes that "
+        "feature's numbers across the whole batch (and along the sequence, for [N, C, L]), "
+        "subtracts their mean and divides by their standard deviation; then a learned scale "
+        "(gamma) and shift (beta) per feature let the network choose a better range. The "
+        "shape is unchanged ([32, 128] → [32, 128]). It needs more than one number per feature "
+        "to measure a spread, so a batch of one row is refused."
+    )
+    inputs = (Port("tensor", description="[batch, features] or [batch, features, length]"),)
+    outputs = TENSOR_OUT
+    params = (Param("num_features", "int", 128, "Number of features (the size of dimension 1)", min=1),)
+    stateful = True
+
+    def run(self, ctx, params, tensor):
+        need_rank(tensor, (2, 3), "BatchNorm1d", "[batch, features] (or [batch, features, length])")
+        features = params["num_features"]
+        _channels(tensor, 1, features, "BatchNorm1d", "num_features")
+        layer = build_layer(ctx, 4 * features, "BatchNorm1d parameters", lambda: nn.BatchNorm1d(features))
+        x = to_layer_dtype(tensor, layer)
+        if not layer.training:
+            return {"tensor": layer(x)}
+        if x.numel() // features < 2:
+            raise NodeError(f"BatchNorm1d needs more than one value per feature to compute a spread, but "
+                            f"the input {shape_str(x.shape)} has one; use a batch of two or more rows")
+        # Batch statistics, as in training, without moving the running averages (see BatchNorm2d).
+        return {"tensor": F.batch_norm(x, None, None, layer.weight, layer.bias, True, 0.0, layer.eps)}
+
+
+@register
+class GroupNorm(LibraryNode):
+    type = "GroupNorm"
+    category = "Normalization"
+    description = "Normalises each sample's channels in groups, so it works the same for any batch size."
+    details = (
+        "The 'num_channels' channels are split into 'num_groups' equal groups (so num_channels "
+        "must be divisible by num_groups). For every sample on its own, each group's numbers "
+        "(all its channels and pixels) are shifted to mean 0 and scaled to spread 1, then a "
+        "learned scale and shift per channel are applied. Unlike BatchNorm it does not depend "
+        "on the other samples of the batch, which is why diffusion U-Nets use it. The shape is "
+        "unchanged ([2, 256, 8, 8] → [2, 256, 8, 8]). With num_groups 1 it normalises the whole "
+        "sample like LayerNorm; with num_groups = num_channels each channel on its own, like "
+        "InstanceNorm."
+    )
+    inputs = (Port("tensor", description="[batch, channels, ...]"),)
+    outputs = TENSOR_OUT
+    params = (
+        Param("num_groups", "int", 32, "How many groups the channels are split into", min=1),
+        Param("num_channels", "int", 256, "Channels of the input (divisible by num_groups)", min=1),
+    )
+    stateful = True
+
+    def run(self, ctx, params, tensor):
+        groups, channels = params["num_groups"], params["num_channels"]
+        if channels % groups:
+            raise NodeError(f"GroupNorm: num_channels={channels} is not divisible by num_groups={groups}; "
+                            "choose a number of groups that divides the channel count (e.g. "
+                            f"{max(d for d in range(1, min(groups, channels) + 1) if channels % d == 0)})")
+        if tensor.dim() < 2:
+            raise NodeError(f"GroupNorm expects a tensor [batch, channels, ...], but got shape "
+                            f"{shape_str(tensor.shape)} ({tensor.dim()}-D)")
+        _channels(tensor, 1, channels, "GroupNorm", "num_channels")
+        layer = build_layer(ctx, 2 * channels, "GroupNorm parameters", lambda: nn.GroupNorm(groups, channels))
+        return {"tensor": layer(to_layer_dtype(tensor, layer))}
+
+
+@register
+class InstanceNorm2d(LibraryNode):
+    type = "InstanceNorm2d"
+    category = "Normalization"
+    description = "Normalises every channel of every image on its own to mean 0 and spread 1."
+    details = (
+        "For each image and each of its channels separately, the node subtracts that channel's "
+        "mean over height × width and divides by its standard deviation, so the overall "
+        "brightness and contrast of every channel are removed: style transfer and image "
+        "generators use it. With 'affine' on, a learned scale and shift per channel are "
+        "applied afterwards. The shape is unchanged ([1, 64, 16, 16] → [1, 64, 16, 16]) and "
+        "'num_features' must equal the number of channels. A channel needs more than one pixel "
+        "to have a spread."
+    )
+    inputs = (Port("tensor", description="[batch, channels, height, width] or [channels, height, width]"),)
+    outputs = TENSOR_OUT
+    params = (
+        Param("num_features", "int", 64, "Number of channels of the input", min=1),
+        Param("affine", "bool", False, "Learn a scale and shift per channel"),
+    )
+    stateful = True
+
+    def run(self, ctx, params, tensor):
+        need_rank(tensor, (3, 4), "InstanceNorm2d", "[batch, channels, height, width] (or [channels, height, width])")
+        features, affine = params["num_features"], params["affine"]
+        _channels(tensor, -3, features, "InstanceNorm2d", "num_features")
+        if tensor.shape[-1] * tensor.shape[-2] < 2:
+            raise NodeError(f"InstanceNorm2d needs more than one pixel per channel to compute a spread, but "
+                            f"the input {shape_str(tensor.shape)} has one")
+        layer = build_layer(ctx, 2 * features, "InstanceNorm2d parameters",
+                            lambda: nn.InstanceNorm2d(features, affine=affine))
+        return {"tensor": layer(to_layer_dtype(tensor, layer))}
