@@ -45,7 +45,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     enabled = PackSwitch.enabled_packs()
     context["pack_counts"] = centers.counts(enabled)
     if tab is None:
-        context.update(examples=workspace.examples(), graphs=visible_to(Graph.objects, request.user))
+        context.update(lesson_groups=workspace.lesson_groups(), graphs=visible_to(Graph.objects, request.user))
         return context
     doc = tab.document
     block = open_block(request, doc)
