@@ -226,6 +226,17 @@ def test_boundary_of_a_torch_network(ctx):
     assert plots._grid_labels(net, grid, "DecisionBoundary") == [str(i) for i in expected]
 
 
+def test_a_network_is_asked_in_eval_mode_and_left_as_it_was(ctx):
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(2, 8), nn.Dropout(0.9), nn.Linear(8, 2))
+    grid = np.random.default_rng(0).normal(size=(50, 2))
+    first = plots._grid_labels(net, grid, "DecisionBoundary")
+    assert net.training and plots._grid_labels(net, grid, "DecisionBoundary") == first
+    net.eval()
+    expected = net(torch.tensor(grid, dtype=torch.float32)).argmax(dim=1).tolist()
+    assert first == [str(i) for i in expected]
+
+
 def test_boundary_rings_support_vectors(ctx):
     import codefyui_edu  # noqa: F401
     model = run(ctx, "edu:AdvancedClassifier", {"kind": "SVM", "kernel": "linear"}, x_train=POINTS,

@@ -8,6 +8,7 @@ Every size that is not a torch op (points, cells, pixels, grid) is bounded befor
 """
 from __future__ import annotations
 
+import functools
 import io
 import os
 import threading
@@ -37,7 +38,17 @@ MAX_CLASSES = 20
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 
 _SETUP = threading.Lock()
+_DRAW = threading.Lock()   # one picture at a time per process: matplotlib's font and text caches are shared
 _ready = False
+
+
+def _one_at_a_time(run):
+    """A plot node's run, holding _DRAW (nodes of one run may compute side by side)."""
+    @functools.wraps(run)
+    def drawing(self, ctx, params, **inputs):
+        with _DRAW:
+            return run(self, ctx, params, **inputs)
+    return drawing
 
 
 def _matplotlib():
@@ -138,6 +149,7 @@ class Visualize(LibraryNode):
               options=("line", "histogram", "heatmap", "image")),
     )
 
+    @_one_at_a_time
     def run(self, ctx, params, data):
         title, kind = params["title"].strip(), params["plot_type"]
         if isinstance(data, PngImage):
@@ -362,6 +374,7 @@ class ScatterPlot2D(LibraryNode):
     outputs = (Port("image", "IMAGE", description="The picture (PNG)"),)
     params = (Param("title", "string", "", "Written above the picture"),)
 
+    @_one_at_a_time
     def run(self, ctx, params, points, labels=None):
         xy = _points(points, "ScatterPlot2D", "points")
         ctx.check_size(xy.size, "ScatterPlot2D's points")
@@ -400,8 +413,13 @@ def _grid_labels(model: Any, grid: np.ndarray, node: str) -> list[str]:
             param = next(model.parameters(), None)
             x = torch.as_tensor(grid, dtype=param.dtype if param is not None and param.is_floating_point()
                                 else torch.float32, device=param.device if param is not None else None)
-            with torch.no_grad():
-                out = model(x)
+            was_training = model.training
+            model.eval()   # dropout off, batch norm's running statistics: the model's own answer
+            try:
+                with torch.no_grad():
+                    out = model(x)
+            finally:
+                model.train(was_training)
             if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != len(grid):
                 raise NodeError(f"{node}: the model gave {_what(out)} for {len(grid)} points; it must give one row "
                                 "of class scores per point, [points, classes]")
@@ -447,6 +465,7 @@ class DecisionBoundary(LibraryNode):
         Param("title", "string", "", "Written above the picture"),
     )
 
+    @_one_at_a_time
     def run(self, ctx, params, model, x_train, y_train):
         node = "DecisionBoundary"
         if model is None:
