@@ -12,6 +12,7 @@ from apps.graphs.nodes.packs import MissingPack, missing_pack
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
 SHAPE_LABEL_BEFORE = 30  # px before the input an edge enters: its shape is written over the gap between cards
 PICTURE_H = 40           # room under the ports for a picture of the node's output, after a run
+PICTURE_PAD = 8          # a drawn picture: its own height plus this
 PROGRESS_H = 30          # room under a training node's ports for its progress bar
 NOTE_COLOUR = "#FFF59D"  # editor/palette.css colours note cards with it
 MARGIN = 240
@@ -97,13 +98,15 @@ BUBBLE_PAD = 28
 
 
 def layout(doc: dict[str, Any], style: str = "circuit", active_segment: str = "",
-           pictured: frozenset[str] = frozenset(), enabled: Collection[str] | None = None) -> CanvasView:
-    """``pictured``: the nodes whose cards show a picture of their output (they are taller);
+           pictured: Collection[str] = frozenset(), enabled: Collection[str] | None = None,
+           picture_heights: dict[str, int] | None = None) -> CanvasView:
+    """``pictured``: the nodes whose cards show a picture of their output (they are taller:
+    PICTURE_H, or ``picture_heights[id]`` for a drawn picture's own height);
     ``enabled``: the packs on for this server (None: all installed), for the cards that need another."""
     entries = {e["target"] for e in doc["edges"] if document.is_trigger(e)}
     cards = {n["id"]: _card(n, n["id"] in entries, doc["edges"], enabled) for n in doc["nodes"]}
     for node_id in pictured & cards.keys():
-        cards[node_id].h += PICTURE_H
+        cards[node_id].h += (picture_heights or {}).get(node_id, PICTURE_H)
     for e in doc["edges"]:  # say on each input where it comes from (edges are drawn, not read)
         if not document.is_trigger(e) and e["source"] in cards and e["target"] in cards:
             for port in cards[e["target"]].inputs:

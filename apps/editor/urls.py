@@ -1,7 +1,7 @@
 """The editor's routes, named in the ``editor`` namespace (``editor:run``)."""
 from django.urls import path
 
-from .views import details, edges, files, inspector, layers, nodes, packs, page, runs, segments, settings, stylesheet, tabs
+from .views import details, downloads, edges, files, inspector, layers, nodes, packs, page, runs, segments, settings, stylesheet, tabs
 
 app_name = "editor"
 
@@ -25,6 +25,13 @@ urlpatterns = [
     path("runs/<uuid:run_id>/stop", runs.run_stop, name="run-stop"),
     path("runs/<uuid:run_id>/delete", runs.run_delete, name="run-delete"),
     path("runs/<uuid:run_id>/open", runs.run_open, name="run-open"),
+    # A run's captured outputs as files (node ids inside a block contain "/").
+    path("runs/<uuid:run_id>/outputs/<path:node_id>/<str:port>/picture.png", downloads.capture_png,
+         name="capture-png"),
+    path("runs/<uuid:run_id>/outputs/<path:node_id>/<str:port>/tensor.npy", downloads.capture_npy,
+         name="capture-npy"),
+    path("runs/<uuid:run_id>/outputs/<path:node_id>/<str:port>/tensor.csv", downloads.capture_csv,
+         name="capture-csv"),
     path("<int:tab_id>/", page.editor_tab, name="tab"),
     path("<int:tab_id>/rename", tabs.tab_rename, name="tab-rename"),
     path("<int:tab_id>/close", tabs.tab_close, name="tab-close"),

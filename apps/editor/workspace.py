@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings as django_settings
 from django.db import transaction
+from django.utils.text import slugify
 
 from apps.graphs import document
 from apps.graphs.models import Graph, blank_document
@@ -27,13 +28,30 @@ class ImportRefused(Exception):
     pass
 
 
+# The welcome screen's lesson topics, in this order; a lesson names one in its top-level "topic".
+TOPICS = ("Tensors", "CNNs", "Training", "Classical ML", "Text and attention", "Generative",
+          "Reinforcement learning")
+MORE_LESSONS = "More lessons"   # lessons without a topic (or with one not listed above)
+
+
 def examples() -> list[dict[str, Any]]:
     """The lesson examples shipped in examples/, walkthrough first."""
     found = []
     for path in sorted(EXAMPLES_DIR.glob("*.json"), key=lambda p: (p.stem != "walkthrough", p.stem)):
         doc = json.loads(path.read_text())
-        found.append({"slug": path.stem, "name": doc.get("name", path.stem), "description": doc.get("description", "")})
+        topic = doc.get("topic")
+        found.append({"slug": path.stem, "name": doc.get("name", path.stem), "description": doc.get("description", ""),
+                      "topic": topic if isinstance(topic, str) else ""})
     return found
+
+
+def lesson_groups(lessons: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The lessons by topic, in TOPICS' order, then "More lessons"; topics without a lesson left out."""
+    lessons = examples() if lessons is None else lessons
+    groups = {topic: [] for topic in (*TOPICS, MORE_LESSONS)}
+    for lesson in lessons:
+        groups[lesson["topic"] if lesson["topic"] in TOPICS else MORE_LESSONS].append(lesson)
+    return [{"topic": topic, "slug": slugify(topic), "lessons": found} for topic, found in groups.items() if found]
 
 
 def example(slug: str) -> dict[str, Any] | None:

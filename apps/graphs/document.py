@@ -93,6 +93,8 @@ def normalise(raw: Any) -> dict[str, Any]:
     doc = dict(raw)
     doc["name"] = _text(raw.get("name", ""), "name", problems)
     doc["description"] = _text(raw.get("description", ""), "description", problems)
+    if "topic" in raw:  # a lesson's topic on the welcome screen (examples/*.json)
+        doc["topic"] = _text(raw["topic"], "topic", problems)
     doc["nodes"] = _nodes(raw.get("nodes"), problems)
     ids = {n["id"] for n in doc["nodes"] if isinstance(n, dict)}
     doc["edges"] = _edges(raw.get("edges", []), ids, problems)

@@ -200,6 +200,7 @@ def card_picture(ins: Inspection, node: dict[str, Any]) -> Picture | None:
         hit = picture(value) or False   # False: looked at, nothing to draw
         if hit:
             hit.key = f"{ins.run_id}-{serial}"
+            hit.run, hit.node, hit.port = ins.run_id, producer, inner
         _VIEWS.put(key, hit)
     return hit or None
 

@@ -1,6 +1,8 @@
 """A small picture of a node's output for its card, so a class sees the data flow without
 clicking each node: a tiny heat map of the slice the Inspector shows first, or a sparkline
-for a 1-D tensor (a [1, N] row too). Numbers for an SVG the template draws; no Django.
+for a 1-D tensor (a [1, N] row too), or the picture itself when the output is one (a
+PngImage a plot node drew: the template shows it as an <img> from its capture's URL).
+Numbers for an SVG the template draws; no Django.
 """
 from __future__ import annotations
 
@@ -9,26 +11,35 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from apps.graphs.nodes.library._images import PngImage
+
 from .values import fmt, shape_text
 
 WIDTH, HEIGHT = 168, 34          # px on the card
 HEAT_MAX_ROWS, HEAT_MAX_COLS = 8, 28
 LINE_MAX_POINTS = 64
+IMAGE_MAX_HEIGHT = 90            # px on the card: a picture keeps its proportions within WIDTH × this
 
 
 @dataclass
 class Picture:
-    kind: str                                   # "heat" | "line"
+    kind: str                                   # "heat" | "line" | "image"
     title: str                                  # what it shows, in words (hover, screen readers)
     cells: list[tuple[str, str, str, str, str]] = field(default_factory=list)  # x, y, w, h, fill: as SVG writes them
     key: str = ""                               # which capture it draws: the template caches its markup by it
     points: str = ""                            # the sparkline's polyline
     width: int = WIDTH
     height: int = HEIGHT
+    node: str = ""                              # an image: the capture it shows (run, node, port)
+    port: str = ""
+    run: str = ""
 
 
 def picture(value) -> Picture | None:
-    """The picture of a captured value, or None when it is not a non-empty real tensor."""
+    """The picture of a captured value, or None when it is neither a picture nor a non-empty
+    real tensor."""
+    if isinstance(value, PngImage):
+        return image_picture(value)
     if not isinstance(value, torch.Tensor) or value.numel() == 0 or value.dtype == torch.bool or value.is_complex():
         return None
     t = value.detach()
@@ -37,6 +48,13 @@ def picture(value) -> Picture | None:
     if plane.dim() < 2 or plane.shape[0] == 1:
         return _line(plane.reshape(-1), t)
     return _heat(plane, t)
+
+
+def image_picture(image: PngImage) -> Picture:
+    """A drawn picture, scaled to the card's width (or IMAGE_MAX_HEIGHT), proportions kept."""
+    w, h = max(1, image.width), max(1, image.height)
+    scale = min(WIDTH / w, IMAGE_MAX_HEIGHT / h)
+    return Picture("image", image.title or "Picture", width=max(1, round(w * scale)), height=max(1, round(h * scale)))
 
 
 def _title(kind: str, t: torch.Tensor, shown: torch.Tensor) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 from django.utils.safestring import SafeString, mark_safe
 
+from apps.graphs.nodes.library._images import PngImage
 from apps.runs.engine.events import mean64, parameter_counts, pieces, shape_text, value_kind
 from apps.runs.engine.gradients import GradStats
 
@@ -75,8 +76,29 @@ class PlainView:
     meta: str
 
 
+@dataclass
+class ImageView:
+    """A drawn picture (a PngImage): the template shows it from its capture's URL."""
+    title: str
+    width: int
+    height: int
+    size: int                       # bytes of the PNG
+
+    kind = "image"
+
+    @property
+    def meta(self) -> str:
+        return f"picture · {self.width} × {self.height} px · PNG, {_kb(self.size)}"
+
+
+def _kb(n: int) -> str:
+    return f"{n / 1024:.1f} KB" if n < 2**20 else f"{n / 2**20:.1f} MB"
+
+
 def view(value: Any, index: list[int] | None = None, offset: tuple[int, int] = (0, 0),
          compare: torch.Tensor | None = None, magnitude: bool = False):
+    if isinstance(value, PngImage):
+        return ImageView(value.title or "Picture", value.width, value.height, len(value.data))
     kind = value_kind(value)
     if kind == "tensor":
         return tensor_view(value, index or [], offset, compare, magnitude)

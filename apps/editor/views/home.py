@@ -18,7 +18,7 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "graphs/home.html", {
         "graphs": visible_to(Graph.objects, request.user),
         "runs": visible_to(Run.objects, request.user)[:50],
-        "examples": workspace.examples(),   # the blank graph and the lessons are one click away
+        "lesson_groups": workspace.lesson_groups(),   # the blank graph and the lessons are one click away
     })
 
 

@@ -1,6 +1,7 @@
 """The bytes a value holds in tensors, each storage counted once: views of one tensor, and
-the same tensor reached twice, share their storage. The capture store and the execution
-cache budget their bytes this way."""
+the same tensor reached twice, share their storage. A picture's PNG bytes (a PngImage, or
+plain bytes) count too, once per bytes object. The capture store and the execution cache
+budget their bytes this way."""
 from __future__ import annotations
 
 from typing import Any, Iterator
@@ -29,11 +30,28 @@ def tensors(value: Any) -> Iterator[torch.Tensor]:
             yield from tensors(v)
 
 
+def blobs(value: Any) -> Iterator[bytes]:
+    """Every bytes object in a value: a picture's PNG (anything with bytes ``data`` and a
+    ``width``, such as a PngImage), plain bytes, inside containers."""
+    if isinstance(value, bytes | bytearray):
+        yield value
+    elif isinstance(getattr(value, "data", None), bytes) and hasattr(value, "width"):
+        yield value.data
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from blobs(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from blobs(v)
+
+
 def count_storages(value: Any, storages: dict[StorageKey, int]) -> None:
     """Add the value's storages (key -> bytes) to ``storages``; one already there adds nothing."""
     for t in tensors(value):
         storage = t.untyped_storage()
         storages.setdefault((str(t.device), storage.data_ptr()), storage.nbytes())
+    for blob in blobs(value):
+        storages.setdefault(("bytes", id(blob)), len(blob))
 
 
 class RecordingStopped(Exception):
