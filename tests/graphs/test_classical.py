@@ -215,9 +215,12 @@ def test_csv_reader_refuses_what_it_cannot_read(ctx, files, given, message):
         run(ctx, "CSVReader", **given)
 
 
-def test_csv_reader_without_my_files_says_so(ctx):
-    with pytest.raises(Exception, match="files|NoneType"):
-        run(ctx, "CSVReader", path="marks.csv")
+def test_csv_reader_in_a_run_without_my_files_says_so():
+    from apps.runs.engine import RunOptions, execute, plan_run
+
+    doc = graph([node("start", "Start"), node("csv", "CSVReader", path="marks.csv")], [trigger("start", "csv")])
+    outcome = execute(plan_run(doc), RunOptions(run_id="nofiles"), lambda event: None)
+    assert outcome.status == "failed" and "This run has no file storage" in outcome.error
 
 
 def test_csv_reader_refuses_ragged_rows_bad_text_and_big_files(ctx, files, monkeypatch):
@@ -577,23 +580,35 @@ def test_accuracy_counts_matches_as_text(ctx):
 
 # -- the pieces in a graph ----------------------------------------------------------------------------------
 
+def node(id_, type_, **params):
+    return {"id": id_, "type": type_, "position": {"x": 0, "y": 0}, "data": {"params": params}}
+
+
+def edge(s, sp, t, tp):
+    return {"id": f"{s}-{sp}-{t}-{tp}", "source": s, "sourceHandle": sp, "target": t, "targetHandle": tp}
+
+
+def trigger(s, t):
+    return {"id": f"t-{s}-{t}", "type": "trigger", "source": s, "sourceHandle": "trigger", "target": t,
+            "targetHandle": ""}
+
+
+def graph(nodes, edges):
+    from apps.graphs import document
+
+    return document.normalise({"nodes": nodes, "edges": edges})
+
+
 def test_iris_pipeline_through_the_engine():
     """CSVReader → ColumnSelector → Normalize → TrainTestSplit → KNN → Accuracy runs as one graph."""
     from apps.graphs import document
     from apps.runs.engine import RunOptions, execute, plan_run
 
-    def node(id_, type_, **params):
-        return {"id": id_, "type": type_, "position": {"x": 0, "y": 0}, "data": {"params": params}}
-
-    def edge(s, sp, t, tp):
-        return {"id": f"{s}-{sp}-{t}-{tp}", "source": s, "sourceHandle": sp, "target": t, "targetHandle": tp}
-
     doc = document.normalise({"nodes": [
         node("start", "Start"), node("csv", "CSVReader", target_column="species"), node("cols", "ColumnSelector", indices="2,3"),
         node("norm", "Normalize"), node("split", "TrainTestSplit", stratify=True), node("knn", "KNN"),
         node("acc", "Accuracy")], "edges": [
-        {"id": "t", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": "csv",
-         "targetHandle": ""}, edge("csv", "tensor", "cols", "tensor"), edge("cols", "tensor", "norm", "tensor"),
+        trigger("start", "csv"), edge("csv", "tensor", "cols", "tensor"), edge("cols", "tensor", "norm", "tensor"),
         edge("norm", "tensor", "split", "features"), edge("csv", "labels", "split", "labels"),
         edge("split", "x_train", "knn", "x_train"), edge("split", "y_train", "knn", "y_train"),
         edge("split", "x_test", "knn", "x_query"), edge("knn", "predictions", "acc", "predictions"),
