@@ -1,8 +1,8 @@
 """The built-in node catalogue. Importing a module registers its nodes (see ``base.register``)."""
-from . import (attention, cnn, control, data, dataflow, datasets, diffusion, files, graph_io,
-               llm_chat, moe, normalization, plots, rnn, script, sequential, subgraph, tensor_ops,
-               training, transformer, utility)
+from . import (attention, classical, cnn, control, data, dataflow, datasets, diffusion, files,
+               graph_io, llm_chat, moe, normalization, plots, rnn, script, sequential, subgraph,
+               tensor_ops, training, transformer, utility)
 
-__all__ = ["attention", "cnn", "control", "data", "dataflow", "datasets", "diffusion", "files",
-           "graph_io", "llm_chat", "moe", "normalization", "plots", "rnn", "script", "sequential",
-           "subgraph", "tensor_ops", "training", "transformer", "utility"]
+__all__ = ["attention", "classical", "cnn", "control", "data", "dataflow", "datasets", "diffusion",
+           "files", "graph_io", "llm_chat", "moe", "normalization", "plots", "rnn", "script",
+           "sequential", "subgraph", "tensor_ops", "training", "transformer", "utility"]
