@@ -218,28 +218,31 @@ class TimestepEmbedding(LibraryNode):
 # -- the U-Net ----------------------------------------------------------------------------------
 
 class ResidualBlock(nn.Module):
-    """GroupNorm → SiLU → 3×3 conv, plus the time projection, GroupNorm → SiLU → 3×3 conv, plus
-    the skip path (a 1×1 conv when the channel count changes); CodefyUI's initialisation."""
+    """GroupNorm → SiLU → 3×3 conv, (+ the time projection), GroupNorm → SiLU → 3×3 conv, plus
+    the skip path (a 1×1 conv when the channel count changes); CodefyUI's initialisation. With
+    ``time_dim`` 0 the block has no time projection (the deep pack's Edu-ResBlock uses that)."""
 
     def __init__(self, channels_in: int, channels_out: int, groups: int, time_dim: int, seed: int):
         super().__init__()
         self.norm1 = nn.GroupNorm(groups, channels_in)
         self.conv1 = nn.Conv2d(channels_in, channels_out, 3, padding=1)
-        self.time_proj = nn.Linear(time_dim, channels_out)
+        self.time_proj = nn.Linear(time_dim, channels_out) if time_dim > 0 else None
         self.norm2 = nn.GroupNorm(groups, channels_out)
         self.conv2 = nn.Conv2d(channels_out, channels_out, 3, padding=1)
         self.skip = nn.Conv2d(channels_in, channels_out, 1) if channels_in != channels_out else nn.Identity()
-        drawn = [self.conv1, self.conv2, self.time_proj] + ([self.skip] if channels_in != channels_out else [])
+        drawn = [self.conv1, self.conv2] + [m for m in (self.time_proj, self.skip) if isinstance(m, (nn.Linear, nn.Conv2d))]
         normal_init(seed, drawn, scale=1 / math.sqrt(channels_in))
 
     @staticmethod
     def weights(c_in: int, c_out: int, time_dim: int) -> int:
         skip = c_in * c_out + c_out if c_in != c_out else 0
-        return 2 * c_in + 9 * c_in * c_out + c_out + time_dim * c_out + c_out + 2 * c_out + 9 * c_out * c_out + c_out + skip
+        time = time_dim * c_out + c_out if time_dim > 0 else 0
+        return 2 * c_in + 9 * c_in * c_out + c_out + time + 2 * c_out + 9 * c_out * c_out + c_out + skip
 
-    def forward(self, x: torch.Tensor, time_emb: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, time_emb: torch.Tensor | None = None) -> torch.Tensor:
         h = self.conv1(F.silu(self.norm1(x)))
-        h = h + self.time_proj(time_emb)[:, :, None, None]
+        if time_emb is not None and self.time_proj is not None:
+            h = h + self.time_proj(time_emb)[:, :, None, None]
         h = self.conv2(F.silu(self.norm2(h)))
         return h + self.skip(x)
 

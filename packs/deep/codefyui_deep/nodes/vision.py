@@ -1,40 +1,11 @@
 """Image building blocks: a residual block and cutting an image into patch tokens."""
 from __future__ import annotations
 
-import math
-
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 from apps.graphs.nodes.base import NodeError, Param, Port
-from apps.graphs.nodes.library._helpers import (LibraryNode, as_float, build_layer, need_rank,
-                                                normal_init, shape_str, step)
-
-
-class Residual(nn.Module):
-    """GroupNorm → SiLU → 3×3 conv, (+ the time projection), GroupNorm → SiLU → 3×3 conv,
-    plus the skip path (a 1×1 conv when the channel count changes)."""
-
-    def __init__(self, channels_in: int, channels_out: int, groups: int, time_dim: int, seed: int):
-        super().__init__()
-        self.norm1 = nn.GroupNorm(groups, channels_in)
-        self.conv1 = nn.Conv2d(channels_in, channels_out, kernel_size=3, padding=1)
-        self.time_proj = nn.Linear(time_dim, channels_out) if time_dim > 0 else None
-        self.norm2 = nn.GroupNorm(groups, channels_out)
-        self.conv2 = nn.Conv2d(channels_out, channels_out, kernel_size=3, padding=1)
-        changes = channels_in != channels_out
-        self.skip = nn.Conv2d(channels_in, channels_out, kernel_size=1) if changes else nn.Identity()
-        drawn = [self.conv1, self.conv2] + [m for m in (self.time_proj, self.skip)
-                                            if isinstance(m, (nn.Linear, nn.Conv2d))]
-        normal_init(seed, drawn, scale=1 / math.sqrt(channels_in))
-
-    def forward(self, x: torch.Tensor, time_emb: torch.Tensor | None = None) -> torch.Tensor:
-        h = self.conv1(F.silu(self.norm1(x)))
-        if time_emb is not None and self.time_proj is not None:
-            h = h + self.time_proj(time_emb)[:, :, None, None]
-        h = self.conv2(F.silu(self.norm2(h)))
-        return h + self.skip(x)
+from apps.graphs.nodes.library._helpers import LibraryNode, as_float, build_layer, need_rank, shape_str, step
+from apps.graphs.nodes.library.diffusion import ResidualBlock
 
 
 class ResBlock(LibraryNode):
@@ -81,7 +52,7 @@ class ResBlock(LibraryNode):
                                 f"time_emb_dim={t_dim}, but it has shape {shape_str(time_emb.shape)}")
         weights = 9 * c_out * (c_in + c_out) + t_dim * c_out + (c_in * c_out if c_in != c_out else 0)
         block = build_layer(ctx, weights, "Edu-ResBlock weights",
-                            lambda: Residual(c_in, c_out, groups, t_dim, params["seed"]))
+                            lambda: ResidualBlock(c_in, c_out, groups, t_dim, params["seed"]))
         return {"tensor": block(as_float(tensor), time_emb)}
 
 
