@@ -62,6 +62,7 @@ SMALL_RUNS = {
     "BackwardOnce": ({}, {"tensor": t(2, 2)}),
     "SequentialModel": ({}, {}),
     "PositionalEncoding": ({}, {"tensor": t(3, 4)}),
+    "TextInput": ({}, {}),
 }
 
 EXPECTED_SHAPES = {

@@ -1,15 +1,25 @@
-"""Vectors for words and positions (LLM): PositionalEncoding and EmbeddingScatter."""
+"""Vectors for words and positions (LLM): WordVector, CosineSimilarity, PositionalEncoding and
+EmbeddingScatter."""
 from __future__ import annotations
 
+import functools
+import json
 import math
+from pathlib import Path
 
 import numpy
 import torch
+import torch.nn.functional as F
 
 from ..base import NodeError, Param, Port, register
 from ._helpers import LibraryNode, as_float, class_labels, seed_value, shape_str, step
 
 CATEGORY = "LLM"
+
+# WordVector's bundled tables: backend name -> file beside this module (vectors/make_demo_16d.py
+# writes demo_16d.json).
+BACKENDS = {"demo-16d": Path(__file__).resolve().parent / "vectors" / "demo_16d.json"}
+MAX_WORDS = 100_000   # words one WordVector looks up (a Python loop)
 
 # t-SNE compares every point with every other one and cannot be stopped half-way: past this
 # many points it would hold a run for minutes, so it is refused with a pointer to PCA.
@@ -215,3 +225,187 @@ class EmbeddingScatter(LibraryNode):
              f"it had among the vectors (perplexity {used:g}: about how many neighbours count).",
              {"perplexity": used}, projected=torch.from_numpy(fit.astype(numpy.float32)))
         return fit
+
+
+# -- WordVector --------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=4)
+def word_table(backend: str) -> tuple[dict[str, int], torch.Tensor, tuple[str, ...]]:
+    """(word -> row, the [V, D] table, the names of its axes) of a bundled backend."""
+    data = json.loads(BACKENDS[backend].read_text(encoding="utf-8"))
+    words = sorted(data["vectors"])
+    table = torch.tensor([data["vectors"][w] for w in words], dtype=torch.float32)
+    return {w: i for i, w in enumerate(words)}, table, tuple(data.get("axes", ()))
+
+
+def _words(value, fallback: str) -> list[str]:
+    if value is None:
+        value = fallback
+    if isinstance(value, str):
+        return value.replace(",", " ").split()
+    if isinstance(value, torch.Tensor):
+        value = value.reshape(-1).tolist()
+    if not isinstance(value, (list, tuple)):
+        raise NodeError(f"Input 'tokens' of WordVector needs a list of words, but received a value "
+                        f"of type '{type(value).__name__}'")
+    return [str(v) for v in value]
+
+
+def _listing(words: list[str], most: int = 12) -> str:
+    shown = ", ".join(words[:most])
+    return shown + (f" and {len(words) - most} more" if len(words) > most else "")
+
+
+@register
+class WordVector(LibraryNode):
+    type = "WordVector"
+    category = CATEGORY
+    description = "Looks up a ready-made meaning vector for each word, so similar words get similar vectors."
+    details = (
+        "Each word gets a row of numbers from a table where words that mean similar things "
+        "have similar rows. The bundled 'demo-16d' table, made for this product, knows about 80 "
+        "common words (king, queen, man, woman, cat, dog, car, rain, think, ...) with 16 "
+        "numbers each, one per meaning: royalty, gender (+ male, - female), human, animal, "
+        "young, divine, pet, family, water, sky, big, vehicle, food, weather, motion and mind. "
+        "That is why king - man + woman lands next to queen (try it with Add and "
+        "CosineSimilarity). Wire in 'tokens' (a list, e.g. from Tokenizer with the word "
+        "family) or type 'words' separated by spaces or commas; upper case does not matter. "
+        "Six known words give 'embeddings' [6, 16] and 'labels' the six words. A word the "
+        "table does not know is dropped (the run log names it), or with 'keep_oov' it keeps a "
+        "row of zeros. 'normalize' scales every row to length 1."
+    )
+    inputs = (Port("tokens", "LIST", optional=True,
+                   description="The words to look up (else the 'words' param)"),)
+    outputs = (Port("embeddings", description="One vector per word [N, 16]"),
+               Port("labels", "LIST", description="The words, in the order of the rows"))
+    params = (
+        Param("backend", "select", "demo-16d", "Which table of word vectors (demo-16d ships with "
+              "the product)", options=tuple(BACKENDS)),
+        Param("words", "string", "king queen man woman cat dog",
+              "Words separated by spaces or commas, used when nothing is wired into 'tokens'"),
+        Param("normalize", "bool", False, "Scale every vector to length 1"),
+        Param("keep_oov", "bool", False, "Keep unknown words as a row of zeros instead of dropping "
+              "them"),
+    )
+    records_steps = True
+
+    def run(self, ctx, params, tokens=None):
+        words = [w.strip().lower() for w in _words(tokens, params["words"])]
+        words = [w for w in words if w]
+        if not words:
+            raise NodeError("WordVector has no words to look up: type some in 'words' or wire a "
+                            "list into 'tokens'")
+        if len(words) > MAX_WORDS:
+            raise NodeError(f"WordVector looks up at most {MAX_WORDS:,} words at once, but got "
+                            f"{len(words):,}")
+        index, table, _ = word_table(params["backend"])
+        width = table.shape[1]
+        ctx.check_size(len(words) * width, "WordVector's vectors")
+        step(ctx, "input_words", f"{len(words)} words to look up in {params['backend']} "
+             f"({len(index)} words of {width} numbers).",
+             {"input_count": float(len(words)), "vocab_size": float(len(index))})
+        rows, labels, unknown = [], [], []
+        for word in words:
+            row = index.get(word)
+            if row is None:
+                unknown.append(word)
+                if not params["keep_oov"]:
+                    continue
+            rows.append(-1 if row is None else row)
+            labels.append(word)
+        if not rows:
+            raise NodeError(f"WordVector: none of the words ({_listing(words)}) is in "
+                            f"{params['backend']}; try words such as king, queen, cat, dog, car, "
+                            "rain, or turn on keep_oov")
+        if unknown:
+            ctx.log(f"WordVector: not in {params['backend']}, "
+                    f"{'kept as zeros' if params['keep_oov'] else 'dropped'}: {_listing(unknown)}")
+        known = torch.tensor([max(r, 0) for r in rows], dtype=torch.long)
+        vectors = table[known] * torch.tensor([r >= 0 for r in rows], dtype=torch.float32).unsqueeze(1)
+        found = len(words) - len(unknown)
+        step(ctx, "lookup", f"Copy the row of each word from the table: {found} found, "
+             f"{len(unknown)} unknown" + (" (rows of zeros)." if params["keep_oov"] and unknown else "."),
+             {"matched": float(found), "oov": float(len(unknown)), "dim": float(width)},
+             embeddings=vectors)
+        if params["normalize"]:
+            lengths = vectors.norm(dim=1, keepdim=True)
+            vectors = vectors / torch.where(lengths > 0, lengths, torch.ones_like(lengths))
+            step(ctx, "normalize", r"Divide each vector by its length, $v / \lVert v \rVert$, so "
+                 "every row has length 1 and a dot product is the cosine similarity.",
+                 embeddings=vectors)
+        return {"embeddings": vectors.to(ctx.device), "labels": labels}
+
+
+# -- CosineSimilarity ----------------------------------------------------------------------------
+
+def _rows(x: torch.Tensor, port: str) -> torch.Tensor:
+    if x.dim() == 1:
+        x = x.unsqueeze(0)
+    if x.dim() != 2:
+        raise NodeError(f"CosineSimilarity expects '{port}' as [N, D] (one vector per row) or [D], "
+                        f"but got shape {shape_str(x.shape)}")
+    return as_float(x)
+
+
+@register
+class CosineSimilarity(LibraryNode):
+    type = "CosineSimilarity"
+    category = CATEGORY
+    description = "Scores how closely each query vector points the same way as each key vector, and lists the best keys."
+    details = (
+        "Two vectors that point the same way have cosine similarity 1, at right angles 0, "
+        "opposite -1; how long they are does not matter. For every row of 'queries' [M, D] "
+        "(or one vector [D]) and every row of 'keys' [N, D] this node computes "
+        "cos = q·k / (|q| |k|), giving 'similarity' [M, N]. For each query it also lists the "
+        "'top_k' keys with the highest score, best first: 'top_k_indices' (row numbers) and, "
+        "when 'key_labels' (one label per key, e.g. WordVector's labels) is wired in, "
+        "'top_k_labels'. 'exclude_self_words' (labels separated by commas) leaves those keys "
+        "out of the lists: for king - man + woman, exclude king,man,woman and the best key "
+        "is queen. This is how a search engine over vectors finds the nearest documents."
+    )
+    inputs = (Port("queries", description="Vectors to compare [M, D] or [D]"),
+              Port("keys", description="Vectors to compare against [N, D]"),
+              Port("key_labels", "LIST", optional=True, description="One label per key"))
+    outputs = (Port("similarity", description="Cosine similarity of every query and key [M, N]"),
+               Port("top_k_indices", "LIST", description="Per query, the best key rows"),
+               Port("top_k_labels", "LIST", description="Per query, the best keys' labels"))
+    params = (
+        Param("top_k", "int", 5, "How many best keys to list per query", min=1),
+        Param("exclude_self_words", "string", "", "Key labels to leave out of the lists, separated "
+              "by commas (e.g. king,man,woman)"),
+    )
+    records_steps = True
+
+    def run(self, ctx, params, queries, keys, key_labels=None):
+        q, k = _rows(queries, "queries"), _rows(keys, "keys")
+        if q.shape[1] != k.shape[1]:
+            raise NodeError(f"CosineSimilarity: queries have D={q.shape[1]} numbers per vector but "
+                            f"keys have D={k.shape[1]}; both need the same length")
+        if k.shape[0] == 0 or q.shape[0] == 0:
+            raise NodeError(f"CosineSimilarity needs at least one query and one key, but got queries "
+                            f"{shape_str(q.shape)} and keys {shape_str(k.shape)}")
+        labels = [] if key_labels is None else class_labels(key_labels, "key_labels", self.type)
+        if key_labels is not None and len(labels) != k.shape[0]:
+            raise NodeError(f"CosineSimilarity: 'key_labels' has {len(labels)} labels but 'keys' has "
+                            f"{k.shape[0]} vectors; give one label per key")
+        excluded = {w.strip().lower() for w in params["exclude_self_words"].split(",") if w.strip()}
+        if excluded and not labels:
+            ctx.log("CosineSimilarity: exclude_self_words needs 'key_labels' wired in; nothing was "
+                    "excluded")
+        step(ctx, "input", f"{q.shape[0]} queries and {k.shape[0]} keys of {q.shape[1]} numbers each.",
+             {"Q": float(q.shape[0]), "K": float(k.shape[0]), "D": float(q.shape[1])})
+        similarity = F.normalize(q, dim=1) @ F.normalize(k, dim=1).T
+        step(ctx, "similarity", r"$\cos(q_i, k_j) = \dfrac{q_i \cdot k_j}{\lVert q_i \rVert\,\lVert k_j \rVert}$ "
+             "for every query i and key j.", similarity=similarity)
+        left_out = [j for j, label in enumerate(labels) if label.lower() in excluded]
+        ranked = similarity.detach().clone()
+        if left_out:
+            ranked[:, left_out] = -math.inf
+        count = min(params["top_k"], k.shape[0] - len(left_out))
+        indices = torch.topk(ranked, k=count, dim=1).indices.tolist() if count > 0 else [[] for _ in range(q.shape[0])]
+        top_labels = [[labels[j] for j in row] if labels else [] for row in indices]
+        step(ctx, "top_k", f"Keep the {count} keys with the highest score for each query"
+             + (f", leaving out {', '.join(sorted(excluded))}." if excluded and labels else "."),
+             {"k": float(count), "excluded": float(len(left_out))},
+             top_k_indices=torch.tensor(indices, dtype=torch.long).reshape(q.shape[0], count))
+        return {"similarity": similarity, "top_k_indices": indices, "top_k_labels": top_labels}
