@@ -115,5 +115,8 @@ def table() -> dict:
 
 if __name__ == "__main__":
     out = Path(__file__).with_name("demo_16d.json")
-    out.write_text(json.dumps(table(), indent=1) + "\n")
+    data = table()
+    rows = ",\n".join(f"  {json.dumps(w)}: {json.dumps(v)}" for w, v in data["vectors"].items())
+    out.write_text(f'{{"name": {json.dumps(data["name"])}, "axes": {json.dumps(data["axes"])},\n'
+                   f' "vectors": {{\n{rows}\n }}}}\n')
     print(f"{out}: {len(WORDS)} words, {len(AXES)} numbers each")
