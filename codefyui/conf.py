@@ -100,3 +100,7 @@ DATA_DIR = os.environ.get("CODEFYUI_DATA_DIR", "").strip() or os.path.join(
 # upload): a folder per student under this one, each holding at most this many MiB.
 USER_FILES_DIR = Path(os.environ.get("CODEFYUI_USER_FILES_DIR", "").strip() or VAR_DIR / "userfiles")
 USER_FILES_MAX_MB = _int("CODEFYUI_USER_FILES_MAX_MB", 200)
+
+# Where an administrator puts tiktoken encoding files for the Tokenizer node (cl100k_base.tiktoken,
+# o200k_base.tiktoken, p50k_base.tiktoken, r50k_base.tiktoken for gpt2); nothing is ever downloaded.
+TOKENIZER_DIR = os.environ.get("CODEFYUI_TOKENIZER_DIR", "").strip() or os.path.join(DATA_DIR, "tokenizers")
