@@ -31,7 +31,7 @@ CSV_CANCEL_EVERY = 10_000  # rows between two looks at Stop
 
 
 def _megabytes(size: int) -> str:
-    return f"{size} bytes" if size < 1024 else f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{size // 1024} KB"
+    return f"{size} bytes" if size < 1024 else f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{round(size / 1024)} KB"
 
 
 # -- pictures -----------------------------------------------------------------------------------
@@ -42,7 +42,10 @@ def open_image(path: Any, name: str, node: str) -> Any:
 
     try:
         return Image.open(path)
-    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:
+    except Image.DecompressionBombError as exc:
+        raise NodeError(f"{node}: '{name}' is a picture far larger than this server reads ({_first_line(exc)}); "
+                        "make it smaller before uploading it") from None
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
         raise NodeError(f"{node}: '{name}' is not a picture this server can read (PNG, JPEG, BMP, GIF, TIFF, "
                         f"WebP ...): {_first_line(exc)}") from None
 
@@ -230,7 +233,7 @@ class ImageWriter(LibraryNode):
         "[H, W], [C, H, W] with 1, 3 or 4 channels, or a batch [N, C, H, W], of which the first is "
         "saved; values 0 … 1 or 0 … 255) to a file of My files (your own folder on the server). The "
         "file name gets the format's extension (.png, .jpg, .bmp, .tiff); a file of that name is "
-        "replaced. JPEG has no transparency, so an RGBA picture is saved without it. 'path' is the "
+        "replaced. JPEG and BMP keep no transparency, so an RGBA picture is saved without it. 'path' is the "
         "saved file's name."
     )
     inputs = (Port("image", "IMAGE", description="The picture to save"),)

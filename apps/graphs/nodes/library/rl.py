@@ -405,6 +405,8 @@ class KLDivergence(LibraryNode):
         if reduction == "none":
             kl = F.kl_div(log_q, p_probs, reduction="none").sum(dim=-1)
             kl = kl.reshape(-1) if kl.dim() > 1 else kl
+        elif reduction == "mean":  # torch's own 'mean' (over every number), without its deprecation warning
+            kl = F.kl_div(log_q, p_probs, reduction="none").mean()
         else:
             kl = F.kl_div(log_q, p_probs, reduction=reduction)
         step(ctx, "p", "$p$, the first distribution.", p=p_probs)
