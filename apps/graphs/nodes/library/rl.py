@@ -83,7 +83,9 @@ def _space(space: Any) -> str:
     if isinstance(space, gymnasium.spaces.Discrete):
         return f"{int(space.n)} choices (0 … {int(space.n) - 1})"
     if isinstance(space, gymnasium.spaces.Box):
-        return f"{shape_str(space.shape)} numbers from {space.low.min():g} to {space.high.max():g}"
+        low, high = float(space.low.min()), float(space.high.max())
+        bounded = f" from {low:g} to {high:g}" if abs(low) != float("inf") and abs(high) != float("inf") else ""
+        return f"{shape_str(space.shape)} numbers{bounded}"
     return str(space)
 
 
