@@ -56,6 +56,9 @@ class FakeContext:
     def save_user_file(self, name, data, param="path"):
         return self._files(lambda files: files.save(name, data, param).name)
 
+    def list_user_files(self):
+        return self._files(lambda files: sorted(f.name for f in files.list()))
+
     def _files(self, use):
         from apps.runs.engine.files import FileRefused
         try:

@@ -150,6 +150,21 @@ def test_a_run_in_a_worker_saves_in_its_owners_files(ready, student, stranger):
     assert service.user_files(stranger.pk).list() == []
 
 
+def test_an_environment_made_in_a_worker_crosses_into_the_servers_store(ready, student):
+    """EnvWrapper's env (a gymnasium environment, ANY) is captured in the worker and pickled across."""
+    from apps.runs.store import get_store
+
+    doc = graph("EnvWrapper", env_name="CartPole-v1")
+    doc["nodes"].append({"id": "dqn", "type": "DQN", "data": {"params": {"hidden_dim": 8}}})
+    doc["edges"].append({"id": "s", "source": "node", "sourceHandle": "observation", "target": "dqn",
+                         "targetHandle": "state"})
+    run = service.wait_for(start(student, doc, seed=4).pk)
+    assert run.status == "succeeded", run.error
+    env = get_store().get(str(run.pk), "node", "env").value
+    assert repr(env).startswith("CartPole-v1 environment") and env.step(0)[0].shape == (4,)
+    assert get_store().get(str(run.pk), "dqn", "action").value.shape == (2,)
+
+
 # -- after "Recording stopped" (no worker process needed) ------------------------------------------
 
 def test_once_the_store_stops_recording_a_worker_sends_only_the_names_of_later_ports(walkthrough):

@@ -163,6 +163,7 @@ class RunContext(Protocol):
     # file, within the quota); a name that leaves them is refused with a message naming ``param``.
     def user_file(self, name: str, param: str = "path") -> Any: ...      # a pathlib.Path
     def save_user_file(self, name: str, data: bytes, param: str = "path") -> str: ...  # the name saved
+    def list_user_files(self) -> list[str]: ...          # the names of My files (it has no folders)
     def cancelled(self) -> bool: ...                      # Stop or the run's deadline came: end within a batch
     def progress(self, **data: Any) -> None: ...          # the node's progress so far (sent at most 4 times a second)
     recording: bool        # Record node outputs is on: extra captures are kept

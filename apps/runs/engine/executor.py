@@ -224,6 +224,9 @@ class _Context:
         except FileRefused as exc:
             raise NodeError(str(exc)) from None
 
+    def list_user_files(self) -> list[str]:
+        return sorted(f.name for f in self._user_files().list())
+
     def _user_files(self) -> UserFiles:
         if not self._options.files_dir:
             raise NodeError("This run has no file storage: files are saved in and loaded from a student's "
