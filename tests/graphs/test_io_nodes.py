@@ -289,3 +289,16 @@ def test_imagewriter_messages(ctx, files):
     with pytest.raises(NodeError, match="does not fit in your files"):
         run(ctx, "ImageWriter", {"image": torch.zeros(3, 8, 8)})
     assert files.list() == []
+
+
+def test_a_picture_wired_into_a_tensor_input_arrives_as_channels_height_width_in_0_to_1():
+    """An IMAGE output (a PngImage or a PIL image) into a TENSOR input: [C, H, W], values 0…1."""
+    from apps.graphs.nodes.library._helpers import to_tensor
+    from apps.graphs.nodes.library._images import png_of
+
+    image = Image.new("RGB", (3, 2), (255, 0, 51))
+    for value in (image, png_of(image)):
+        t = to_tensor(value, "tensor", "Softmax", "cpu")
+        assert t.shape == (3, 2, 3) and t.dtype == torch.float32
+        assert torch.allclose(t[:, 0, 0], torch.tensor([1.0, 0.0, 0.2]))
+    assert to_tensor(Image.new("L", (2, 2), 255), "tensor", "Softmax", "cpu").shape == (1, 2, 2)

@@ -15,6 +15,8 @@ from typing import Any, Callable, Iterable
 import torch
 
 from ..base import Node, NodeError, ParamError, Port, RunContext, parse_int_list
+from ._images import PngImage
+from ._images import as_tensor as image_tensor
 
 # -- port shorthands ---------------------------------------------------------------------
 
@@ -70,6 +72,8 @@ def to_tensor(value: Any, port: str, node_type: str, device: Any) -> torch.Tenso
     """A value wired into a TENSOR input (lists and numbers allowed) as a tensor."""
     if isinstance(value, torch.Tensor):
         return value
+    if is_picture(value):
+        return image_tensor(value).to(device)
     if isinstance(value, (bool, int, float, list, tuple)) or hasattr(value, "__array__"):
         try:
             if hasattr(value, "__array__") and not isinstance(value, (list, tuple)):
@@ -81,6 +85,11 @@ def to_tensor(value: Any, port: str, node_type: str, device: Any) -> torch.Tenso
             pass
     raise NodeError(f"Input '{port}' of {node_type} needs a tensor, but received a value of "
                     f"type '{type(value).__name__}'")
+
+
+def is_picture(value: Any) -> bool:
+    """A PngImage or a PIL image (PIL is imported only where one can be)."""
+    return isinstance(value, PngImage) or type(value).__module__.startswith("PIL.")
 
 
 # -- shapes and dims -----------------------------------------------------------------------

@@ -4,7 +4,8 @@ A node that draws (Visualize, ScatterPlot2D, DecisionBoundary) outputs a ``PngIm
 PNG's bytes, rendered on the server, so a class sees it on the card and in the Inspector
 with no script, and a capture keeps it as it is (immutable, picklable across the run
 workers). An IMAGE input takes a ``PngImage``, a PIL image or a tensor ([H, W], [C, H, W]
-or [1, C, H, W], values 0…1 or 0…255) through ``as_pil``.
+or [1, C, H, W], values 0…1 or 0…255) through ``as_pil``; a picture wired into a TENSOR input
+becomes [C, H, W] in 0…1 (``as_tensor``), as ImageReader's tensor is.
 """
 from __future__ import annotations
 
@@ -62,3 +63,13 @@ def as_pil(value: Any, port: str, node: str) -> Any:
         array = t.clamp(0, 255).round().to(torch.uint8).numpy()
         return Image.fromarray(array)
     raise NodeError(f"{node}: '{port}' needs an image (a picture or an image tensor), got {type(value).__name__}")
+
+
+def as_tensor(value: Any) -> Any:
+    """A PngImage or PIL image as a float tensor [C, H, W] with values 0…1."""
+    import numpy as np
+    import torch
+
+    pixels = np.asarray(as_pil(value, "image", "") if isinstance(value, PngImage) else value)
+    t = torch.from_numpy(pixels.copy()).float() / 255
+    return t.unsqueeze(0) if t.dim() == 2 else t.permute(2, 0, 1)
