@@ -61,6 +61,7 @@ SMALL_RUNS = {
                            {"tensor": t(1, 3, 8), "memory": t(1, 4, 8)}),
     "BackwardOnce": ({}, {"tensor": t(2, 2)}),
     "SequentialModel": ({}, {}),
+    "PositionalEncoding": ({}, {"tensor": t(3, 4)}),
 }
 
 EXPECTED_SHAPES = {
