@@ -251,7 +251,7 @@ def heatmap(value: Any, row_labels: Any = None, col_labels: Any = None, *, mask:
                   title=(f"Attention {'mask' if mask else 'weights'}, {len(panels)} head{'s' * (len(panels) != 1)}"
                          if heads else f"Attention {'mask' if mask else 'weights'}") + f" [{n_rows} × {n_cols}]")
     for k, m in enumerate(panels):
-        causal = is_causal(m)
+        causal = is_causal(1 - m) if mask else is_causal(m)   # a mask marks the blocked cells
         shade = row_normalise(m) if normalise else absolute(m)
         x0 = (k % columns) * block_w + label_w
         y0 = (k // columns) * block_h + title_h
