@@ -14,7 +14,7 @@ from typing import Any
 
 import plotly
 import torch
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
@@ -41,7 +41,7 @@ def plotly_js(request: HttpRequest) -> HttpResponse:
     """plotly.min.js from the installed plotly package (its version names the cache)."""
     if not PLOTLY.is_file():
         raise Http404("plotly.min.js is not in the installed plotly package: an administrator can reinstall plotly")
-    response = FileResponse(open(PLOTLY, "rb"), content_type="text/javascript; charset=utf-8")
+    response = HttpResponse(PLOTLY.read_bytes(), content_type="text/javascript; charset=utf-8")
     response["X-Plotly-Version"] = plotly.__version__
     return response
 
