@@ -3,7 +3,7 @@ on the server so the canvas draws without JavaScript. No Django here."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Collection
+from typing import Any, Collection, Mapping
 
 from apps.graphs import document, segments
 from apps.graphs.nodes.base import PORT_COLOURS, Port, resolve
@@ -98,15 +98,16 @@ BUBBLE_PAD = 28
 
 
 def layout(doc: dict[str, Any], style: str = "circuit", active_segment: str = "",
-           pictured: Collection[str] = frozenset(), enabled: Collection[str] | None = None,
-           picture_heights: dict[str, int] | None = None) -> CanvasView:
-    """``pictured``: the nodes whose cards show a picture of their output (they are taller:
-    PICTURE_H, or ``picture_heights[id]`` for a drawn picture's own height);
+           pictured: Collection[str] | Mapping[str, float] = frozenset(),
+           enabled: Collection[str] | None = None) -> CanvasView:
+    """``pictured``: the nodes whose cards show a picture of their output (they are taller: by
+    PICTURE_H, or by the room a mapping names, as a viewer's larger picture needs);
     ``enabled``: the packs on for this server (None: all installed), for the cards that need another."""
     entries = {e["target"] for e in doc["edges"] if document.is_trigger(e)}
     cards = {n["id"]: _card(n, n["id"] in entries, doc["edges"], enabled) for n in doc["nodes"]}
-    for node_id in pictured & cards.keys():
-        cards[node_id].h += (picture_heights or {}).get(node_id, PICTURE_H)
+    heights = pictured if isinstance(pictured, Mapping) else dict.fromkeys(pictured, PICTURE_H)
+    for node_id in heights.keys() & cards.keys():
+        cards[node_id].h += heights[node_id]
     for e in doc["edges"]:  # say on each input where it comes from (edges are drawn, not read)
         if not document.is_trigger(e) and e["source"] in cards and e["target"] in cards:
             for port in cards[e["target"]].inputs:

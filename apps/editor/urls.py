@@ -1,7 +1,8 @@
 """The editor's routes, named in the ``editor`` namespace (``editor:run``)."""
 from django.urls import path
 
-from .views import details, downloads, edges, files, inspector, layers, nodes, packs, page, runs, segments, settings, stylesheet, tabs
+from .views import (details, downloads, edges, files, inspector, layers, nodes, packs, page, runs, segments,
+                    settings, stylesheet, tabs, viewers)
 
 app_name = "editor"
 
@@ -9,6 +10,7 @@ urlpatterns = [
     path("", page.editor, name="index"),
     path("prefs", settings.prefs, name="prefs"),
     path("palette.css", stylesheet.palette_css, name="palette-css"),
+    path("viewer/plotly.min.js", viewers.plotly_js, name="plotly"),
     path("tabs/new", tabs.tab_new, name="tab-new"),
     path("tabs/open", tabs.tab_open, name="tab-open"),
     path("tabs/example", tabs.tab_example, name="tab-example"),
@@ -67,4 +69,5 @@ urlpatterns = [
     path("<int:tab_id>/inspect/<path:node_id>/row", inspector.inspect_row, name="inspect-row"),
     path("<int:tab_id>/training/<path:node_id>/", inspector.training, name="training"),
     path("<int:tab_id>/details/<path:node_id>/", details.node_details, name="node-details"),
+    path("<int:tab_id>/viewer/<path:node_id>/", viewers.viewer, name="viewer"),
 ]

@@ -22,7 +22,7 @@ from apps.runs.store import CaptureStore, StoreUnreachable
 from apps.runs.status import progress_line
 
 from . import capture_state as cs
-from . import training
+from . import training, viewers
 from .pictures import Picture, picture
 from .values import Health, fmt, health, shape_text, view
 
@@ -187,6 +187,8 @@ def card_picture(ins: Inspection, node: dict[str, Any]) -> Picture | None:
     """The picture on a node's card: its first data output as captured in the run, cached by
     the capture's serial as the Inspector's views are."""
     cls = edits.node_class(node)
+    if cls is not None and (spec := viewers.spec_of(cls.type)) is not None:  # the viewers' nodes
+        return _viewer_picture(ins, node, spec)
     port = next((p.name for p in cls.output_ports(edits.params_of(node)) if p.type != "TRIGGER"), None) if cls else None
     if port is None:
         return None
@@ -203,6 +205,25 @@ def card_picture(ins: Inspection, node: dict[str, Any]) -> Picture | None:
             hit.run, hit.node, hit.port = ins.run_id, producer, inner
         _VIEWS.put(key, hit)
     return hit or None
+
+
+def _viewer_picture(ins: Inspection, node: dict[str, Any], spec: viewers.ViewerSpec):
+    """A viewer node's card picture (apps.inspector.viewers): its heatmap or scatter and the
+    button that opens the full-size viewer, cached by the captures' serials."""
+    value = ins.lookup(node["id"], spec.port)
+    serial = ins.serials.get((node["id"], spec.port))
+    if serial is None:
+        return None
+    found = {p: ins.lookup(node["id"], p) for p in (spec.rows, spec.cols) if p}
+    labels = {p: v if isinstance(v, (list, tuple)) else None for p, v in found.items()}
+    params = edits.params_of(node)
+    key = ("viewer", ins.run_id, serial, *(ins.serials.get((node["id"], p)) for p in found),
+           str(params.get("colormap", "")))
+    if (hit := _VIEWS.get(key)) is None:
+        hit = viewers.card_picture(spec, value, labels.get(spec.rows), labels.get(spec.cols), params)
+        hit.key = f"{ins.run_id}-{'-'.join(str(k) for k in key[2:])}"
+        _VIEWS.put(key, hit)
+    return hit
 
 
 def gradient_rows(ins: Inspection) -> tuple[list[Row], list[Row]]:

@@ -294,6 +294,28 @@
     if (event.target === dialog()) refresh();  // show what the dialog changed (a rename, new params)
   }, true);
 
+  // -- a viewer node's "View full" / "Open detailed view" (a double-click on the scatter's
+  // picture too): the full-size viewer over the canvas. Its script (and plotly) load only now.
+  var viewerScript = null;
+  function openViewer(link) {
+    viewerScript = viewerScript || new Promise(function (resolve, reject) {
+      var s = document.createElement("script");
+      s.src = link.dataset.script; s.onload = resolve;
+      s.onerror = function () { viewerScript = null; reject(); };
+      document.head.appendChild(s);
+    });
+    viewerScript.then(function () { window.CodefyViewers.open(link); }, function () { window.location = link.href; });
+  }
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest("a.viewer-open[data-viewer]");
+    if (link) { event.preventDefault(); event.stopPropagation(); openViewer(link); }
+  }, true);
+  document.addEventListener("dblclick", function (event) {
+    var card = event.target.closest("[data-viewer-card]");
+    var link = card && card.querySelector("a.viewer-open[data-viewer=scatter]");
+    if (link) { event.preventDefault(); event.stopPropagation(); openViewer(link); }
+  }, true);
+
   // -- right-click a node: Open details ------------------------------------------------------
   var menuCard = null;
   function hideMenu() { var m = document.getElementById("context-menu"); if (m) m.hidden = true; }

@@ -1,0 +1,59 @@
+"""The viewers' builders (issue 17, reference §14): row normalisation, causal detection, the
+60 nearest, the zoom clamp, the inline limit, the query's bounds."""
+from __future__ import annotations
+
+import torch
+
+from apps.inspector import viewers as v
+
+
+def test_fv5_rows_are_normalised_over_their_non_zero_cells_and_the_footer_says_so():
+    """FV5: each row min-max over its non-zero cells; zeros read 0; a flat row reads 0.5."""
+    m = torch.tensor([[0.0, 0.2, 0.8], [0.5, 0.5, 0.0], [0.0, 0.0, 0.0]])
+    assert v.row_normalise(m).tolist() == [[0.0, 0.0, 1.0], [0.5, 0.5, 0.0], [0.0, 0.0, 0.0]]
+    picture = v.heatmap(torch.softmax(torch.randn(2, 5, 5, generator=torch.Generator().manual_seed(0)), -1))
+    assert picture.footer == "seq_len = 5 · row-normalised colours" and [p.title for p in picture.panels] == ["h0", "h1"]
+    assert v.heatmap(torch.ones(4, 4, dtype=torch.bool), mask=True).footer == "seq_len = 4"
+
+
+def test_a_causal_pattern_is_detected_and_its_upper_cells_striped():
+    causal = torch.tril(torch.ones(4, 4)) / torch.arange(1, 5.0).reshape(4, 1)
+    assert v.is_causal(causal) and not v.is_causal(torch.ones(4, 4)) and not v.is_causal(torch.ones(3, 4))
+    picture = v.heatmap(causal)
+    striped = {(int(float(c.x)), int(float(c.y))) for c in picture.panels[0].cells if c.striped}
+    assert len(striped) == 6
+    mask = torch.triu(torch.ones(4, 4, dtype=torch.bool), diagonal=1)   # AttentionMask: True = blocked
+    assert sum(c.striped for c in v.heatmap(mask, mask=True).panels[0].cells) == 6
+
+
+def test_labels_only_up_to_16_tokens_tooltips_and_the_inline_limit():
+    small = v.heatmap(torch.eye(3), ["a", "b", "c"])
+    assert [t for *_, t in small.panels[0].row_labels] == ["a", "b", "c"]
+    assert small.panels[0].cells[1].tip == "w[0, 1] = 0.000\na → b"
+    assert v.heatmap(torch.eye(17)).panels[0].row_labels == []
+    assert v.heatmap(torch.eye(2, 2).expand(2, 2, 2)).panels[1].cells[0].tip.startswith("head 1 · w[0, 0] = 1.000\nq0 → k0")
+    assert v.card_heatmap(torch.eye(17)).message == v.TOO_LARGE == "Tensor too large for inline preview"
+    assert v.heatmap("text").message == "Expected tensor, got string"
+
+
+def test_fv3_the_60_nearest_the_centre_and_the_filter():
+    """FV3: the 60 points nearest the view centre; the filter is a case-insensitive substring,
+    '#i' for an unlabelled point."""
+    points = [(float(i), 0.0) for i in range(100)]
+    names = v.point_labels(["Cat", "dog"], 100)
+    assert v.nearest(points, (0.0, 0.0), names) == list(range(60))
+    assert v.nearest(points, (50.2, 0.0), names)[:3] == [50, 51, 49]
+    assert v.nearest(points, (0.0, 0.0), names, "CAT") == [0]
+    assert v.nearest(points, (0.0, 0.0), names, "#9")[:2] == [9, 90]
+
+
+def test_fv4_zoom_is_clamped_between_25_and_50000_percent_and_the_query_is_bounded():
+    """FV4: zoom in % of fit, clamped; a hand-edited centre stays near the data."""
+    assert v.clamp_zoom(1) == 25 and v.clamp_zoom(10**9) == 50_000 and v.clamp_zoom(float("nan")) == 100
+    points = [(0.0, 0.0), (1.0, 1.0)]
+    assert v.view_query(points, {"cx": "1e300", "cy": "nan", "zoom": "-5"}) == ((2.0, 0.5), 25.0)
+    assert v.view_query(points, {"cx": "abc"}) == ((0.5, 0.5), 100.0)
+    assert v.hidden_set("1,x,5,999,-1", 10) == frozenset({1, 5})
+    s = v.scatter(torch.tensor([[0.0, 0.0], [1.0, 1.0]]), ["a", "b"], inline=False, hidden=frozenset({1}), width=400, height=300)
+    assert s.footer == "2 points · 100% · 1 hidden" and [d.index for d in s.dots] == [0]
+    assert v.scatter(torch.zeros(3000, 2)).message == v.SCATTER_TOO_MANY
