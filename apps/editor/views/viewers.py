@@ -1,4 +1,4 @@
-"""The full-size viewers' pages (i17, reference §14) and plotly's script.
+"""The full-size viewers' pages (reference §14) and plotly's script.
 
 Without JavaScript a viewer is a page of its own: a large server-rendered picture, the scatter's
 60 nearest labels and its filter as a GET form, pan and zoom as links (every number read from
