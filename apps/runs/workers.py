@@ -36,7 +36,7 @@ import torch.multiprocessing as torch_mp
 
 from .engine import RunOptions, execute, timeout_message, warm_up
 from .engine import events as ev
-from .engine.executor import recording_stopped
+from .engine.executor import THREADS, recording_stopped
 from .engine.plan import Plan
 from .engine.storage import RecordingStopped
 from .engine.weights import WEIGHTS
@@ -183,16 +183,6 @@ def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading
             send("weights", scope, WEIGHTS.entries(scope))
 
 
-def _still_computing() -> bool:
-    """A node that ignored a stop or the deadline still holds an engine thread."""
-    for thread in threading.enumerate():
-        if thread.name.startswith("run-"):
-            thread.join(0.2)
-            if thread.is_alive():
-                return True
-    return False
-
-
 def worker_main(sock: socket.socket, threads: int) -> None:
     """A worker process: take jobs one at a time until the server goes away."""
     torch.set_num_threads(threads)
@@ -230,7 +220,7 @@ def worker_main(sock: socket.socket, threads: int) -> None:
             run_job(job, cancel, send, unrecorded, batch_events=True, scripts=run_script)  # scripts: in a child of their own
         except Exception:
             traceback.print_exc()
-        retire = _still_computing()
+        retire = THREADS.still_computing()
         with lock:
             current.update(run_id=None, cancel=None, unrecorded=None)
         send("done", job.run_id, retire)

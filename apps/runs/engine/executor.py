@@ -239,6 +239,55 @@ class _Context:
                               max_elements=self._options.max_elements)
         return self._scripts(code, inputs, params, limits)
 
+# -- engine threads -----------------------------------------------------------------------
+
+class _Threads:
+    """The threads nodes run in, kept from one run to the next. A fresh thread's torch is
+    markedly slower for its first ops (its allocator arena and kernels' scratch start cold:
+    about +50% on a small MLP's forward and backward, bench/gradients.py), so a run takes
+    an idle pool a finished run gave back, or makes one. A pool whose run ended with a node
+    still computing (it ignored Stop or the deadline) is never reused: it is shut down, and
+    ``still_computing`` reports it until that node returns."""
+
+    def __init__(self) -> None:
+        self._idle: dict[int, list[ThreadPoolExecutor]] = {}
+        self._abandoned: list[Future] = []
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> ThreadPoolExecutor:
+        with self._lock:
+            idle = self._idle.get(size)
+            if idle:
+                return idle.pop()
+        return ThreadPoolExecutor(size, thread_name_prefix="engine")
+
+    def give_back(self, size: int, pool: ThreadPoolExecutor, running: list[Future]) -> None:
+        if any(not f.done() for f in running):
+            pool.shutdown(wait=False, cancel_futures=True)
+            with self._lock:
+                self._abandoned = [f for f in self._abandoned if not f.done()] + list(running)
+            return
+        with self._lock:
+            idle = self._idle.setdefault(size, [])
+            if len(idle) < 4:   # runs of one process at once: a few pools of each size are plenty
+                idle.append(pool)
+                return
+        pool.shutdown(wait=False)
+
+    def still_computing(self, wait_s: float = 0.2) -> bool:
+        """A node that ignored a stop or the deadline still holds an engine thread."""
+        with self._lock:
+            pending = [f for f in self._abandoned if not f.done()]
+        if pending:
+            wait(pending, timeout=wait_s)
+        with self._lock:
+            self._abandoned = [f for f in self._abandoned if not f.done()]
+            return bool(self._abandoned)
+
+
+THREADS = _Threads()
+
+
 # -- the run ------------------------------------------------------------------------------
 
 def execute(plan: Plan, options: RunOptions, emit: Emit, captures: Any = None,
@@ -320,9 +369,10 @@ class _Runner:
 
     def run(self) -> RunOutcome:
         opts = self.options
-        workers = 1 if opts.one_node_at_a_time else max(1, opts.max_parallel)
+        size = max(1, opts.max_parallel)
+        workers = 1 if opts.one_node_at_a_time else size   # the loop below submits at most this many at once
         self.deadline = deadline = time.monotonic() + opts.timeout_s
-        pool = ThreadPoolExecutor(workers, thread_name_prefix=f"run-{opts.run_id[:8]}")
+        pool = THREADS.take(size)
         running: dict[Future, str] = {}
         failure: str | None = None
         try:
@@ -351,7 +401,7 @@ class _Runner:
                 self._backward()
             return self._finish(ev.RUN_COMPLETED)
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+            THREADS.give_back(size, pool, list(running))
 
     # A node in a worker thread: returns ("ok", outputs, ctx, seconds) or ("error", message, ctx, seconds).
     def _run_node(self, node: PlannedNode) -> tuple:
@@ -365,7 +415,8 @@ class _Runner:
                 torch.manual_seed(ctx.seed)
                 np.random.seed(ctx.seed % 2**32)
                 random.seed(ctx.seed)
-            with element_limit(node.label, self.options.max_elements):
+            # Engine threads are kept between runs: each node starts with grad mode as a fresh thread has it.
+            with torch.enable_grad(), element_limit(node.label, self.options.max_elements):
                 outputs = node.cls().run(ctx, dict(node.params), **inputs)
             ctx.flush_progress()
             self.stopped_inside = self.stopped_inside or ctx.stopped
