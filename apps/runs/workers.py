@@ -186,7 +186,7 @@ def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading
 def worker_main(sock: socket.socket, threads: int) -> None:
     """A worker process: take jobs one at a time until the server goes away."""
     torch.set_num_threads(threads)
-    wire = Wire(sock)
+    wire = Wire(sock, keep_copies=True)   # a run's outputs go as captures and as cache entries: one copy
     lock = threading.Lock()
     current: dict[str, Any] = {"run_id": None, "cancel": None, "unrecorded": None}
     incoming: queue.SimpleQueue = queue.SimpleQueue()
@@ -221,6 +221,7 @@ def worker_main(sock: socket.socket, threads: int) -> None:
         except Exception:
             traceback.print_exc()
         retire = THREADS.still_computing()
+        wire.forget()   # what the run sent is the server's now
         with lock:
             current.update(run_id=None, cancel=None, unrecorded=None)
         send("done", job.run_id, retire)
