@@ -483,14 +483,19 @@ class _Runner:
         return True
 
     def _capture(self, node_id: str, outputs: dict[str, Any], steps: list) -> None:
-        ports = [(port, value) for port, value in outputs.items() if not port.startswith("__")]
-        for port, value in ports + ([("__steps__", steps)] if steps else []):
-            self._capture_one(node_id, port, value)
+        ports = [(node_id, port, value) for port, value in outputs.items() if not port.startswith("__")]
+        self._keep(ports + ([(node_id, "__steps__", steps)] if steps else []))
 
     def _capture_one(self, node_id: str, port: str, value: Any) -> None:
         """Keep one capture (a node's own extra ones, such as "__epoch3", come while it runs)."""
+        self._keep([(node_id, port, value)])
+
+    def _keep(self, items: list[tuple[str, str, Any]]) -> None:
+        """Keep captures, (node, port, value), in one go (through a worker: one message)."""
+        if not items:
+            return
         try:
-            self.captures.put(self.options.run_id, node_id, port, value)
+            self.captures.put_many(self.options.run_id, items)
         except RecordingStopped as stop:
             _log(self.emit, self.outcome, self.options.run_id, None, recording_stopped(stop.kept_bytes), "warning")
 
@@ -507,8 +512,7 @@ class _Runner:
             level = "warning"
         _log(self.emit, self.outcome, self.options.run_id, None, target.text, level)
         if self.captures is not None:
-            for node_id, port, value in self.gradients.kept(self.plan, self.results, target):
-                self._capture_one(node_id, port, value)
+            self._keep(list(self.gradients.kept(self.plan, self.results, target)))
 
     def _done(self, node: PlannedNode, outputs: dict[str, Any]) -> None:
         self.results[node.id] = outputs
