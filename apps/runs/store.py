@@ -53,6 +53,18 @@ class CaptureStore(ABC):
         """Keep a capture; raises RecordingStopped, once per run, when the run's captures
         outgrow the budget (that one and the run's later ones are then refused)."""
 
+    def put_many(self, run_id: str, items: list[tuple[str, str, Any]]) -> None:
+        """Keep several captures, (node, port, value) in order, as ``put`` would one by one: a
+        RecordingStopped among them is raised once, after the later ones were refused."""
+        stopped = None
+        for node_id, port, value in items:
+            try:
+                self.put(run_id, node_id, port, value)
+            except RecordingStopped as stop:
+                stopped = stopped or stop
+        if stopped is not None:
+            raise stopped
+
     @abstractmethod
     def get(self, run_id: str, node_id: str, port: str) -> Capture | None:
         """The capture, or None when the store holds nothing for that port."""

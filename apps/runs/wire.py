@@ -4,10 +4,17 @@ pickle (SCM_RIGHTS), so a tensor's bytes are never copied through the socket.
 
 torch.multiprocessing's own reductions do the same, but hand each descriptor over a fresh
 connection to a resource-sharer thread, about 0.7 ms of CPU per tensor on each side here;
-all of a message's descriptors go in one sendmsg instead. The receiver maps each storage
-once (torch's shared-storage cache), so a tensor sent twice, as a capture and as a cache
-entry, is one storage in the server. Everything that is not a CPU storage pickles as
-torch.multiprocessing would. No Django here.
+all of a message's descriptors go in one sendmsg instead.
+
+A storage that is not in shared memory yet is copied into a fresh memfd whose pages are
+allocated in one call (fallocate), and that descriptor goes. torch's own move into shared
+memory (``_share_fd_cpu_``) touches the new pages one fault at a time and cost 2-30 ms per
+512 KB storage on this kind of machine, against ~0.5 ms this way; a copy also leaves the
+sender's tensors as they were, so it is safe from any thread. The sender keeps each copy's
+descriptor (not its pages) until ``forget`` (a worker calls it when a run ends), so a
+storage sent twice, as a capture and as a cache entry, is the same memfd, and the receiver
+maps it once (torch's shared-storage cache): one storage in the server. Everything that is
+not a CPU storage pickles as torch.multiprocessing would. No Django here.
 """
 from __future__ import annotations
 
@@ -29,10 +36,62 @@ _FDS_PER_MESSAGE = 250             # the kernel passes at most 253 descriptors p
 _ANCILLARY = socket.CMSG_SPACE(_FDS_PER_MESSAGE * 4)
 
 
+_MEMFD = hasattr(os, "memfd_create") and hasattr(os, "posix_fallocate")
+
+
+class _Copies:
+    """The shared-memory copies one end has sent: storage -> the copy's descriptor, while the
+    storage lives. A copy is never served for a storage that has died (its address may be
+    reused), and ``forget`` drops them all."""
+
+    def __init__(self) -> None:
+        self._fds: dict[int, tuple[Any, int]] = {}   # data_ptr -> (weak ref to the storage, memfd)
+        self._lock = threading.Lock()
+
+    def fd_of(self, storage: torch.UntypedStorage) -> int:
+        key = storage.data_ptr()
+        with self._lock:
+            known = self._fds.get(key)
+            if known is not None and not known[0].expired() and known[0].cdata == reductions.StorageWeakRef(storage).cdata:
+                return known[1]
+        fd = _shared_copy(storage)
+        ref = reductions.StorageWeakRef(storage)
+        with self._lock:
+            known = self._fds.get(key)
+            if known is not None and not known[0].expired() and known[0].cdata == ref.cdata:
+                os.close(fd)        # another thread sent the same storage meanwhile: one copy
+                return known[1]
+            if known is not None:   # a dead storage's copy: nothing is sending it any more
+                os.close(known[1])
+            self._fds[key] = (ref, fd)
+        return fd
+
+    def forget(self) -> None:
+        with self._lock:
+            fds, self._fds = self._fds, {}
+        for _, fd in fds.values():
+            os.close(fd)
+
+
+def _shared_copy(storage: torch.UntypedStorage) -> int:
+    """A memfd holding a copy of the storage's bytes (its pages allocated at once)."""
+    size = storage.nbytes()
+    fd = os.memfd_create("codefyui-tensor", os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, size)
+        os.posix_fallocate(fd, 0, size)   # ENOSPC here, not a SIGBUS on a later write
+        torch.UntypedStorage._new_shared_fd_cpu(fd, size).copy_(storage)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class _Pickler(ForkingPickler):
-    def __init__(self, file, fds: list[int]):
+    def __init__(self, file, fds: list[int], copies: _Copies):
         super().__init__(file, pickle.HIGHEST_PROTOCOL)
         self._fds = fds
+        self._copies = copies
         self._index: dict[int, int] = {}
         # A storage made only while pickling (a torch.Generator's state) would close its fd
         # when freed, before the message goes: kept until the pickler is.
@@ -42,7 +101,11 @@ class _Pickler(ForkingPickler):
         if type(obj) is not torch.UntypedStorage or obj.device.type != "cpu" or obj.nbytes() == 0:
             return None
         self.storages.append(obj)
-        fd, size = obj._share_fd_cpu_()   # moves the bytes into shared memory once; the fd stays the storage's
+        size = obj.nbytes()
+        if obj.is_shared() or not _MEMFD:
+            fd, size = obj._share_fd_cpu_()   # already shared (a received tensor): its own fd
+        else:
+            fd = self._copies.fd_of(obj)
         if fd not in self._index:
             self._index[fd] = len(self._fds)
             self._fds.append(fd)
@@ -68,26 +131,40 @@ class _Unpickler(pickle.Unpickler):
 class Wire:
     """One end of the socket. ``send`` may be called from several threads; ``recv`` from one."""
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, keep_copies: bool = False):
+        """``keep_copies``: remember each shared-memory copy sent until ``forget`` (a worker's
+        end, where a run's outputs go as captures and as cache entries)."""
         self.sock = sock
         self._lock = threading.Lock()
+        self._copies = _Copies() if keep_copies else None
+
+    def forget(self) -> None:
+        """Drop the descriptors of the copies sent so far (a run has ended: nothing of it is
+        sent again). The receiver's mappings stay."""
+        if self._copies is not None:
+            self._copies.forget()
 
     def send(self, message: Any) -> None:
         """Raises what pickling raises before anything is written, OSError when the other end is gone."""
         buffer, fds = io.BytesIO(), []
-        pickler = _Pickler(buffer, fds)   # holds the message's storages (and so their fds) until sent
-        pickler.dump(message)
-        payload = buffer.getbuffer()
-        head = _HEAD.pack(len(payload), len(fds))
-        with self._lock:
-            chunks = [fds[i:i + _FDS_PER_MESSAGE] for i in range(0, len(fds), _FDS_PER_MESSAGE)] or [[]]
-            for i, chunk in enumerate(chunks):
-                data = head if i == 0 else b"\0"
-                ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", chunk))] if chunk else []
-                sent = self.sock.sendmsg([data], ancillary)
-                if sent < len(data):
-                    self.sock.sendall(data[sent:])
-            self.sock.sendall(payload)
+        copies = self._copies or _Copies()   # without keep_copies, this message's own (a storage reached twice: one copy)
+        pickler = _Pickler(buffer, fds, copies)   # holds the message's storages (and so their fds) until sent
+        try:
+            pickler.dump(message)
+            payload = buffer.getbuffer()
+            head = _HEAD.pack(len(payload), len(fds))
+            with self._lock:
+                chunks = [fds[i:i + _FDS_PER_MESSAGE] for i in range(0, len(fds), _FDS_PER_MESSAGE)] or [[]]
+                for i, chunk in enumerate(chunks):
+                    data = head if i == 0 else b"\0"
+                    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", chunk))] if chunk else []
+                    sent = self.sock.sendmsg([data], ancillary)
+                    if sent < len(data):
+                        self.sock.sendall(data[sent:])
+                self.sock.sendall(payload)
+        finally:
+            if copies is not self._copies:
+                copies.forget()
 
     def recv(self) -> Any:
         """The next message; EOFError when the other end has closed or ended."""
@@ -121,3 +198,4 @@ class Wire:
 
     def close(self) -> None:
         self.sock.close()
+        self.forget()

@@ -25,6 +25,7 @@ import os
 import queue
 import signal
 import socket
+import sys
 import threading
 import time
 import traceback
@@ -36,7 +37,7 @@ import torch.multiprocessing as torch_mp
 
 from .engine import RunOptions, execute, timeout_message, warm_up
 from .engine import events as ev
-from .engine.executor import recording_stopped
+from .engine.executor import THREADS, recording_stopped
 from .engine.plan import Plan
 from .engine.storage import RecordingStopped
 from .engine.weights import WEIGHTS
@@ -105,14 +106,25 @@ class _CaptureSink(CaptureStore):
         pass
 
     def put(self, run_id: str, node_id: str, port: str, value: Any) -> None:
+        self.put_many(run_id, [(node_id, port, value)])
+
+    def put_many(self, run_id: str, items: list[tuple[str, str, Any]]) -> None:
+        """One message for all of them (a node's ports, a run's gradients): each message costs
+        both ends a few system calls and a wake-up."""
         if self._unrecorded.is_set():
-            self._send("refused", node_id, port)
+            self._send("refused", [(node_id, port) for node_id, port, _ in items])
             return
         try:
-            self._send("capture", node_id, port, freeze(value))
-        except Exception as exc:  # e.g. an object that cannot be pickled
+            self._send("captures", [(node_id, port, freeze(value)) for node_id, port, value in items])
+        except Exception:  # e.g. an object that cannot be pickled: each on its own, to name the one
+            if len(items) > 1:
+                for item in items:
+                    self.put(run_id, *item)
+                return
+            node_id, port, _ = items[0]
             self._send("events", [ev.Event(ev.LOG, run_id, node_id, level="warning",
-                                           text=f"The output '{port}' could not be recorded ({type(exc).__name__})")])
+                                           text=f"The output '{port}' could not be recorded "
+                                                f"({type(sys.exc_info()[1]).__name__})")])
 
     def get(self, run_id, node_id, port):
         return None
@@ -133,34 +145,57 @@ class _CaptureSink(CaptureStore):
 class _EventBatch:
     """A worker's events leave in batches: each message costs the server a read and an
     unpickling, and a run sends a few dozen events in milliseconds. An event waits at most
-    LINGER_S (progress stays live); a terminal event goes at once."""
+    LINGER_S (progress stays live); a terminal event goes at once. One flusher thread for the
+    run's batch (a timer thread per batch cost a thread start each); ``close`` ends it."""
 
     LINGER_S = 0.01
 
     def __init__(self, send: Send):
         self._send = send
         self._events: list[ev.Event] = []
-        self._timer: threading.Timer | None = None
-        self._lock = threading.Lock()
+        self._due: float | None = None     # when the waiting events must go
+        self._closed = False
+        self._lock = threading.Lock()      # messages are sent under it: two flushes never overtake each other
+        self._wake = threading.Condition(self._lock)
+        self._thread: threading.Thread | None = None
 
     def __call__(self, event: ev.Event) -> None:
+        terminal = event.kind in ev.TERMINAL
         with self._lock:
             self._events.append(event)
-            if self._timer is None and event.kind not in ev.TERMINAL:
-                self._timer = threading.Timer(self.LINGER_S, self.flush)
-                self._timer.daemon = True
-                self._timer.start()
-        if event.kind in ev.TERMINAL:
-            self.flush()
+            if terminal:
+                self._flush()
+            elif self._due is None:
+                self._due = time.monotonic() + self.LINGER_S
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._linger, daemon=True, name="worker-events")
+                    self._thread.start()
+                else:
+                    self._wake.notify()
 
     def flush(self) -> None:
-        with self._lock:  # sent under the lock: two flushes never overtake each other
-            events, self._events = self._events, []
-            timer, self._timer = self._timer, None
-            if timer is not None:
-                timer.cancel()
-            if events:
-                self._send("events", events)
+        with self._lock:
+            self._flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._flush()
+            self._closed = True
+            self._wake.notify()
+
+    def _flush(self) -> None:
+        events, self._events, self._due = self._events, [], None
+        if events:
+            self._send("events", events)
+
+    def _linger(self) -> None:
+        with self._lock:
+            while not self._closed:
+                left = None if self._due is None else self._due - time.monotonic()
+                if left is not None and left <= 0:
+                    self._flush()
+                else:
+                    self._wake.wait(left)
 
 
 def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading.Event | None = None,
@@ -178,25 +213,15 @@ def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading
                 cancel=cancel, cache=_JobCache(job.hits, send), scripts=scripts)
     finally:
         if batch_events:
-            emit.flush()
+            emit.close()
         if scope:
             send("weights", scope, WEIGHTS.entries(scope))
-
-
-def _still_computing() -> bool:
-    """A node that ignored a stop or the deadline still holds an engine thread."""
-    for thread in threading.enumerate():
-        if thread.name.startswith("run-"):
-            thread.join(0.2)
-            if thread.is_alive():
-                return True
-    return False
 
 
 def worker_main(sock: socket.socket, threads: int) -> None:
     """A worker process: take jobs one at a time until the server goes away."""
     torch.set_num_threads(threads)
-    wire = Wire(sock)
+    wire = Wire(sock, keep_copies=True)   # a run's outputs go as captures and as cache entries: one copy
     lock = threading.Lock()
     current: dict[str, Any] = {"run_id": None, "cancel": None, "unrecorded": None}
     incoming: queue.SimpleQueue = queue.SimpleQueue()
@@ -230,7 +255,8 @@ def worker_main(sock: socket.socket, threads: int) -> None:
             run_job(job, cancel, send, unrecorded, batch_events=True, scripts=run_script)  # scripts: in a child of their own
         except Exception:
             traceback.print_exc()
-        retire = _still_computing()
+        retire = THREADS.still_computing()
+        wire.forget()   # what the run sent is the server's now
         with lock:
             current.update(run_id=None, cancel=None, unrecorded=None)
         send("done", job.run_id, retire)
@@ -270,14 +296,15 @@ class Assignment:
         if kind == "events":
             for event in payload[0]:
                 self.emit(event)
-        elif kind == "capture" and self.captures is not None:
+        elif kind == "captures" and self.captures is not None:
             try:
-                self.captures.put(self.run_id, *payload)
+                self.captures.put_many(self.run_id, payload[0])
             except RecordingStopped as stop:  # the store's budget: said once in the run log
                 self.emit(ev.Event(ev.LOG, self.run_id, text=recording_stopped(stop.kept_bytes), level="warning"))
                 self.tell_unrecorded()
         elif kind == "refused" and self.captures is not None:
-            self.captures.put(self.run_id, *payload, None)  # the run's recording stopped: put only names the port
+            # the run's recording stopped: put only names the ports
+            self.captures.put_many(self.run_id, [(node_id, port, None) for node_id, port in payload[0]])
         elif kind == "cache" and self.cache is not None:
             self.cache.put(*payload)
         elif kind == "weights":

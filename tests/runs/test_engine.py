@@ -306,3 +306,24 @@ def test_a_long_chain_writes_its_run_row_a_few_times_not_once_per_event(student,
     took = time.monotonic() - started
     assert run.status == "succeeded" and len(run.nodes) == 401 and run.nodes["n399"]["status"] == "completed"
     assert len(writes) <= 3 + took / service._Recorder.EVERY_S  # start, end, and one per 0.25 s at most
+
+
+def test_engine_threads_are_kept_between_runs_but_never_a_pool_whose_node_still_computes():
+    """A finished run gives its threads back for the next; a node that ignored Stop keeps its
+    pool out of use, and still_computing says so until it returns."""
+    import threading as _threading
+    from concurrent.futures import Future
+
+    from apps.runs.engine.executor import _Threads
+    threads = _Threads()
+    pool = threads.take(2)
+    threads.give_back(2, pool, [])
+    assert threads.take(2) is pool and threads.take(2) is not pool
+    release = _threading.Event()
+    stuck: Future = pool.submit(release.wait)
+    threads.give_back(2, pool, [stuck])
+    assert threads.take(2) is not pool
+    assert threads.still_computing(wait_s=0.01)
+    release.set()
+    assert not threads.still_computing(wait_s=1.0)
+

@@ -167,3 +167,13 @@ def test_a_wrong_store_class_is_named_in_the_error(monkeypatch, path):
 class TinyStore(MemoryCaptureStore):
     def __init__(self):
         super().__init__(max_runs=1)
+
+
+def test_put_many_keeps_each_in_order_and_says_recording_stopped_once():
+    """A batch that outgrows the budget keeps what came before the stop and refuses the rest."""
+    store = MemoryCaptureStore(max_bytes=5000)
+    items = [("a", "tensor", torch.ones(512)), ("b", "tensor", torch.ones(512)), ("c", "tensor", torch.ones(512))]
+    with pytest.raises(RecordingStopped):
+        store.put_many("r", items)
+    assert store.get("r", "a", "tensor") is not None and store.get("r", "b", "tensor") is not None
+    assert store.get("r", "c", "tensor") is None and store.refused("r", "c", "tensor")

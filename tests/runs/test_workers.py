@@ -171,13 +171,13 @@ def test_once_the_store_stops_recording_a_worker_sends_only_the_names_of_later_p
     sent, unrecorded = [], threading.Event()
 
     def send(kind, *payload):
-        if kind in ("capture", "refused"):
-            sent.append((kind, payload[0]))
+        if kind in ("captures", "refused"):
+            sent.extend((kind, item[0]) for item in payload[0])
             unrecorded.set()  # as the server says after refusing the first capture
 
     plan = engine.plan_run(document.normalise(walkthrough))
     workers.run_job(workers.Job(plan, engine.RunOptions(run_id="r1", seed=1)), threading.Event(), send, unrecorded)
-    assert sent == [("capture", "input"), ("refused", "reshape"), ("refused", "softmax"), ("refused", "print")]
+    assert sent == [("captures", "input"), ("refused", "reshape"), ("refused", "softmax"), ("refused", "print")]
 
 
 def test_the_server_tells_the_worker_once_its_store_refuses_and_names_later_ports_refused(walkthrough):
@@ -186,9 +186,9 @@ def test_the_server_tells_the_worker_once_its_store_refuses_and_names_later_port
     logs = []
     assignment = workers.Assignment(workers.Job(plan, engine.RunOptions(run_id="r1")), logs.append, store, None,
                                     lambda a: None)
-    assignment.receive("capture", "input", "tensor", torch.ones(1024))
+    assignment.receive("captures", [("input", "tensor", torch.ones(1024))])
     assert assignment.unrecorded.is_set() and "Recording stopped" in logs[0].text
-    assignment.receive("refused", "reshape", "tensor")
+    assignment.receive("refused", [("reshape", "tensor")])
     assert store.refused("r1", "reshape", "tensor") and store.get("r1", "reshape", "tensor") is None
 
 

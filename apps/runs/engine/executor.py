@@ -242,6 +242,55 @@ class _Context:
                               max_elements=self._options.max_elements)
         return self._scripts(code, inputs, params, limits)
 
+# -- engine threads -----------------------------------------------------------------------
+
+class _Threads:
+    """The threads nodes run in, kept from one run to the next. A fresh thread's torch is
+    markedly slower for its first ops (its allocator arena and kernels' scratch start cold:
+    about +50% on a small MLP's forward and backward, bench/gradients.py), so a run takes
+    an idle pool a finished run gave back, or makes one. A pool whose run ended with a node
+    still computing (it ignored Stop or the deadline) is never reused: it is shut down, and
+    ``still_computing`` reports it until that node returns."""
+
+    def __init__(self) -> None:
+        self._idle: dict[int, list[ThreadPoolExecutor]] = {}
+        self._abandoned: list[Future] = []
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> ThreadPoolExecutor:
+        with self._lock:
+            idle = self._idle.get(size)
+            if idle:
+                return idle.pop()
+        return ThreadPoolExecutor(size, thread_name_prefix="engine")
+
+    def give_back(self, size: int, pool: ThreadPoolExecutor, running: list[Future]) -> None:
+        if any(not f.done() for f in running):
+            pool.shutdown(wait=False, cancel_futures=True)
+            with self._lock:
+                self._abandoned = [f for f in self._abandoned if not f.done()] + list(running)
+            return
+        with self._lock:
+            idle = self._idle.setdefault(size, [])
+            if len(idle) < 4:   # runs of one process at once: a few pools of each size are plenty
+                idle.append(pool)
+                return
+        pool.shutdown(wait=False)
+
+    def still_computing(self, wait_s: float = 0.2) -> bool:
+        """A node that ignored a stop or the deadline still holds an engine thread."""
+        with self._lock:
+            pending = [f for f in self._abandoned if not f.done()]
+        if pending:
+            wait(pending, timeout=wait_s)
+        with self._lock:
+            self._abandoned = [f for f in self._abandoned if not f.done()]
+            return bool(self._abandoned)
+
+
+THREADS = _Threads()
+
+
 # -- the run ------------------------------------------------------------------------------
 
 def execute(plan: Plan, options: RunOptions, emit: Emit, captures: Any = None,
@@ -323,9 +372,10 @@ class _Runner:
 
     def run(self) -> RunOutcome:
         opts = self.options
-        workers = 1 if opts.one_node_at_a_time else max(1, opts.max_parallel)
+        size = max(1, opts.max_parallel)
+        workers = 1 if opts.one_node_at_a_time else size   # the loop below submits at most this many at once
         self.deadline = deadline = time.monotonic() + opts.timeout_s
-        pool = ThreadPoolExecutor(workers, thread_name_prefix=f"run-{opts.run_id[:8]}")
+        pool = THREADS.take(size)
         running: dict[Future, str] = {}
         failure: str | None = None
         try:
@@ -354,7 +404,7 @@ class _Runner:
                 self._backward()
             return self._finish(ev.RUN_COMPLETED)
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+            THREADS.give_back(size, pool, list(running))
 
     # A node in a worker thread: returns ("ok", outputs, ctx, seconds) or ("error", message, ctx, seconds).
     def _run_node(self, node: PlannedNode) -> tuple:
@@ -368,7 +418,8 @@ class _Runner:
                 torch.manual_seed(ctx.seed)
                 np.random.seed(ctx.seed % 2**32)
                 random.seed(ctx.seed)
-            with element_limit(node.label, self.options.max_elements):
+            # Engine threads are kept between runs: each node starts with grad mode as a fresh thread has it.
+            with torch.enable_grad(), element_limit(node.label, self.options.max_elements):
                 outputs = node.cls().run(ctx, dict(node.params), **inputs)
             ctx.flush_progress()
             self.stopped_inside = self.stopped_inside or ctx.stopped
@@ -435,14 +486,19 @@ class _Runner:
         return True
 
     def _capture(self, node_id: str, outputs: dict[str, Any], steps: list) -> None:
-        ports = [(port, value) for port, value in outputs.items() if not port.startswith("__")]
-        for port, value in ports + ([("__steps__", steps)] if steps else []):
-            self._capture_one(node_id, port, value)
+        ports = [(node_id, port, value) for port, value in outputs.items() if not port.startswith("__")]
+        self._keep(ports + ([(node_id, "__steps__", steps)] if steps else []))
 
     def _capture_one(self, node_id: str, port: str, value: Any) -> None:
         """Keep one capture (a node's own extra ones, such as "__epoch3", come while it runs)."""
+        self._keep([(node_id, port, value)])
+
+    def _keep(self, items: list[tuple[str, str, Any]]) -> None:
+        """Keep captures, (node, port, value), in one go (through a worker: one message)."""
+        if not items:
+            return
         try:
-            self.captures.put(self.options.run_id, node_id, port, value)
+            self.captures.put_many(self.options.run_id, items)
         except RecordingStopped as stop:
             _log(self.emit, self.outcome, self.options.run_id, None, recording_stopped(stop.kept_bytes), "warning")
 
@@ -459,8 +515,7 @@ class _Runner:
             level = "warning"
         _log(self.emit, self.outcome, self.options.run_id, None, target.text, level)
         if self.captures is not None:
-            for node_id, port, value in self.gradients.kept(self.plan, self.results, target):
-                self._capture_one(node_id, port, value)
+            self._keep(list(self.gradients.kept(self.plan, self.results, target)))
 
     def _done(self, node: PlannedNode, outputs: dict[str, Any]) -> None:
         self.results[node.id] = outputs
