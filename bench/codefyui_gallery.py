@@ -24,6 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT)] + [str(p) for p in sorted((ROOT / "packs").glob("*")) if p.is_dir()]
+
+from apps.graphs import document  # noqa: E402  (plain Python: loading a graph needs no Django)
 MIRROR = Path("/work/.mirror/CodefyUI+CodefyUI/repo")
 IS_EXAMPLE = re.compile(r"^(plugins/[^/]+/)?examples/.+\.json$")
 CODEFYUI_DONE = re.compile(r"\[(?P<node>[^\]]+)\] completed\s+->\s+(?P<outputs>.*)$")
@@ -59,13 +62,22 @@ def ours(text: str, timeout: float) -> dict:
         return {"status": "crashed", "error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
 
 
+def load_problem(text: str) -> str | None:
+    """Why a graph does not open in the editor, or None when it does."""
+    try:
+        document.load(text)
+    except document.DocumentError as exc:
+        return str(exc).splitlines()[0][:220]
+    return None
+
+
 def verdict(answer: dict) -> str:
     """'ran', or why not, in one line."""
     status = answer.get("status")
     if status == "succeeded":
         return "ran"
     if status == "invalid":
-        return "does not load: " + "; ".join(answer.get("problems", []))[:220]
+        return "opens, but Run is refused: " + "; ".join(answer.get("problems", []))[:220]
     if status == "timeout":
         return "does not finish within the time limit"
     failed = [f"{node}: {r['error']}" for node, r in answer.get("nodes", {}).items() if r.get("error")]
@@ -129,8 +141,9 @@ def main() -> None:
         results = dict(zip(graphs, pool.map(both, graphs)))
     loaded = ran = same = compared = 0
     for name, (answer, theirs) in results.items():
-        said = verdict(answer)
-        loaded += answer.get("status") not in ("invalid", "crashed")
+        problem = load_problem(graphs[name])
+        said = f"does not load: {problem}" if problem else verdict(answer)
+        loaded += problem is None
         ran += said == "ran"
         if theirs is not None:
             compared += 1

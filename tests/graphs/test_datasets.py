@@ -297,3 +297,14 @@ def test_dataset_batch_of_masks(ctx):
     seg = run(ctx, "SyntheticSegmentation", {"n_samples": 4, "image_size": 16})["dataset"]
     out = run(ctx, "DatasetBatch", {"batch_size": 2}, dataset=seg)
     assert list(out["labels"].shape) == [2, 16, 16]
+
+
+@pytest.mark.parametrize("type_key, hub", [("HuggingFaceDataset", "Hugging Face Hub"), ("KaggleDataset", "Kaggle")])
+def test_the_hub_datasets_open_with_codefyuis_params_and_say_they_cannot_run_offline(type_key, hub):
+    """A CodefyUI graph naming a dataset from the internet opens here; Run says why not and what to use."""
+    node = registry()[type_key]
+    params, problems = node.coerce_params({})
+    assert problems == [] and [p.name for p in node.outputs] == ["dataset"]
+    with pytest.raises(NodeError, match=f"{type_key} is not available on this server: it downloads its dataset "
+                                        f"from (the )?{hub}.*Use the Dataset node"):
+        node().run(None, params)

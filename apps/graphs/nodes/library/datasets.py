@@ -195,3 +195,51 @@ class DatasetBatch(LibraryNode):
         samples = [dataset[(start + k) % total] for k in range(count)]
         return {"images": torch.stack([s[0] for s in samples]).to(ctx.device),
                 "labels": torch.stack([torch.as_tensor(s[1]) for s in samples]).to(ctx.device)}
+
+
+# -- datasets from the internet: they load, and say they cannot run here ---------------------
+
+HUB_OFFLINE = ("{node} is not available on this server: it downloads its dataset from {hub}, and this "
+               "server has no internet. Use the Dataset node (Digits, Iris and Wine ship with the product; "
+               "your administrator can add MNIST, Fashion-MNIST and CIFAR-10), or a CSV of your own in "
+               "CSVReader.")
+
+
+class _HubDataset(LibraryNode):
+    hub: str = ""
+    outputs = DATASET_OUT
+
+    def run(self, ctx, params, **inputs):
+        raise NodeError(HUB_OFFLINE.format(node=self.type, hub=self.hub))
+
+
+@register
+class HuggingFaceDataset(_HubDataset):
+    type = "HuggingFaceDataset"
+    category = CATEGORY
+    hub = "the Hugging Face Hub"
+    description = "An image dataset from the Hugging Face Hub: needs the internet, so it does not run on this server."
+    details = ("Kept so CodefyUI graphs that use it open here: it loads with its params, and running it says "
+               "it is not available offline and what to use instead (the Dataset node).")
+    params = (
+        Param("dataset_name", "string", "ylecun/mnist", "The dataset's name on the Hub"),
+        Param("subset", "string", "", "The dataset's configuration, if it has several"),
+        Param("split", "string", "train", "Which split"),
+        Param("image_column", "string", "image", "The column holding the images"),
+        Param("label_column", "string", "label", "The column holding the labels"),
+        Param("cache_dir", "string", "", "Not used: nothing is downloaded here"),
+    )
+
+
+@register
+class KaggleDataset(_HubDataset):
+    type = "KaggleDataset"
+    category = CATEGORY
+    hub = "Kaggle"
+    description = "A dataset from Kaggle: needs the internet, so it does not run on this server."
+    details = HuggingFaceDataset.details
+    params = (
+        Param("dataset_slug", "string", "", "The dataset's owner/name on Kaggle"),
+        Param("subdir", "string", "", "The folder inside it holding the images"),
+        Param("cache_dir", "string", "", "Not used: nothing is downloaded here"),
+    )
