@@ -62,8 +62,6 @@ def test_fv1_the_cards_have_view_full_and_open_detailed_view(page: Page):
     expect(editor.card("EmbeddingScatter").get_by_role("img", name="Embedding scatter of 40 points")).to_be_visible()
 
 
-@pytest.mark.xfail(reason="the JS heatmap viewer triggers 4 CSP reports of an empty inline style "
-                          "(sha256 of ''); source not found yet: see the i17 report", strict=False)
 def test_fv2_fv5_heatmap_viewer_opens_closes_and_survives_the_canvas(page: Page):
     """FV2, FV5: View full opens the heatmap over the canvas with a panel per head and the
     footer seq_len = 6 · row-normalised colours; Esc closes it; it survives an Auto layout (the
