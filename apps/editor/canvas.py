@@ -49,7 +49,7 @@ class CardView:
     badge: str = ""
     picture: Any = None    # a small picture of its output in that run (apps.inspector.pictures)
     missing: MissingPack | None = None  # the pack it needs that this server does not offer now
-    trains: bool = False   # reports training progress: its card has a progress bar
+    trains: bool = False   # reports training (or a loop's) progress: its card has a progress bar
     progress: Any = None   # that bar in the inspected run (apps.runs.status.progress_line)
     script: bool = False   # a script node: its card says so while script nodes are off
     notice: str = ""
@@ -164,7 +164,7 @@ def _card(node: dict[str, Any], entry: bool, edges: list[dict[str, Any]], enable
         inputs, outputs = cls.input_ports(params), cls.output_ports(params)
         category, description = cls.category, cls.description
     missing = missing_pack(node["type"], enabled)
-    trains = bool(cls and cls.reports_training)
+    trains = bool(cls and (cls.reports_training or cls.reports_progress))
     rows = max(len(inputs), len(outputs), 1) + (1 if missing else 0)  # a row saying which pack it needs
     card = CardView(node["id"], cls.type if cls else node["type"], document.node_label(node), category,
                     description, x, y, HEADER_H + rows * ROW_H + 6 + (PROGRESS_H if trains else 0), entry=entry,

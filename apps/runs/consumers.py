@@ -59,9 +59,10 @@ def fragment(event: dict) -> str:
     """The HTML an event becomes: badge, log row and/or run status, each with hx-swap-oob."""
     kind, node_id = event["kind"], event.get("node_id")
     parts = []
-    if kind == ev.PROGRESS:  # the card's bar; a node inside a block has no card of its own
-        return "" if "/" in (node_id or "") else render_to_string("editor/_progress.html", {
-            "node_id": node_id, "progress": progress_line(event.get("data")), "oob": True})
+    if kind == ev.PROGRESS:  # the card's bar; a node inside a block has no card of its own, and
+        bar = progress_line(event.get("data"))  # progress that is no count (LLMChat's text) has no bar
+        return "" if "/" in (node_id or "") or bar is None else render_to_string("editor/_progress.html", {
+            "node_id": node_id, "progress": bar, "oob": True})
     if node_id and kind.startswith("node_"):
         status = {"status": kind.removeprefix("node_"), "error": event.get("error")}
         parts.append(render_to_string("editor/_badge.html", {"card": _Card(node_id, status), "oob": True}))

@@ -15,10 +15,19 @@ def badge(status: dict[str, Any]) -> str:
     return BADGES.get(kind, "")
 
 
+COUNTERS = (("step", "of", "Step"), ("item", "items", "Item"))  # a sampler's steps, Map's items
+
+
 def progress_line(progress: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A training node's progress as its card's bar says it: "Epoch 3/10 · batch 12/45", and
-    how far along the whole training it is (value of max)."""
-    if not progress or not progress.get("epochs"):
+    """A node's progress as its card's bar says it: a training node's "Epoch 3/10 · batch 12/45",
+    a sampler's "Step 7/20", Map's "Item 2/5"; and how far along it is (value of max)."""
+    if not progress:
+        return None
+    if not progress.get("epochs"):
+        for done_key, total_key, word in COUNTERS:
+            if progress.get(total_key):
+                done, total = progress.get(done_key) or 0, progress[total_key]
+                return {"text": f"{word} {done}/{total}", "value": done, "max": total}
         return None
     epoch, epochs = progress.get("epoch") or 1, progress["epochs"]
     batch, batches = progress.get("batch") or 0, progress.get("batches") or 0

@@ -34,3 +34,14 @@ def test_a_node_inside_a_block_pushes_no_bar():
 def test_progress_without_batches_counts_epochs():
     assert progress_line({"epoch": 2, "epochs": 5}) == {"text": "Epoch 2/5", "value": 1, "max": 5}
     assert progress_line(None) is None
+
+
+def test_a_sampler_and_map_report_steps_and_items_on_their_cards_bar():
+    """DDPMSampler's step/of and Map's item/items read as the card's bar, as a training node's epochs do."""
+    from apps.graphs.nodes.base import registry
+
+    assert progress_line({"step": 7, "of": 20}) == {"text": "Step 7/20", "value": 7, "max": 20}
+    assert progress_line({"item": 2, "items": 5}) == {"text": "Item 2/5", "value": 2, "max": 5}
+    assert progress_line({"text": "an answer"}) is None
+    assert registry()["DDPMSampler"].reports_progress and registry()["Map"].reports_progress
+    assert not registry()["DDPMSampler"].reports_training   # no Training pane for a sampler

@@ -196,6 +196,7 @@ class Node(ABC):
     mutates_inputs: ClassVar[bool] = False  # writes into its input tensors: the engine passes copies
     subgraph: ClassVar[bool] = False      # a block of nodes: the engine runs its inside instead
     reports_training: ClassVar[bool] = False  # trains a model and reports its progress: the Training pane
+    reports_progress: ClassVar[bool] = False  # a long loop reporting step/of or item/items: its card's bar
     script: ClassVar[bool] = False        # runs a student's code: only where script nodes are on
 
     @abstractmethod

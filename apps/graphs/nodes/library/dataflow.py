@@ -209,6 +209,7 @@ class Map(LibraryNode):
     outputs = (Port("results", "LIST"), Port("count", "SCALAR"))
     params = (Param("subgraph", "string", "", "The name of the preset run on every item"),)
     cacheable = False  # the preset's layers are built anew each run
+    reports_progress = True
 
     def run(self, ctx, params, items):
         values = items_list(items, "Map")

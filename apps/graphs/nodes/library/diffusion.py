@@ -399,6 +399,7 @@ class DDPMSampler(LibraryNode):
     inputs = (Port("model", "MODEL"), Port("noise", description="the starting noise x_T, [N, C, H, W]"),
               Port("condition", optional=True, description="reserved for conditioning; not used yet"))
     outputs = (Port("image"),)
+    reports_progress = True
     params = (
         Param("num_steps", "int", 20, "Denoising steps (the T the model was trained with)", min=1, max=10000),
         Param("schedule", "select", "linear", "How the noise level changes over the steps", options=SCHEDULES),
