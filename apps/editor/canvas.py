@@ -8,11 +8,10 @@ from typing import Any, Collection, Mapping
 from apps.graphs import document, segments
 from apps.graphs.nodes.base import PORT_COLOURS, Port, resolve
 from apps.graphs.nodes.packs import MissingPack, missing_pack
+from apps.inspector.pictures import CARD_ROOM as PICTURE_H  # room under the ports for an output's picture
 
 CARD_W, HEADER_H, ROW_H, NOTE_H = 184, 30, 22, 60
 SHAPE_LABEL_BEFORE = 30  # px before the input an edge enters: its shape is written over the gap between cards
-PICTURE_H = 40           # room under the ports for a picture of the node's output, after a run
-PICTURE_PAD = 8          # a drawn picture: its own height plus this
 PROGRESS_H = 30          # room under a training node's ports for its progress bar
 NOTE_COLOUR = "#FFF59D"  # editor/palette.css colours note cards with it
 MARGIN = 240

@@ -22,7 +22,7 @@ from apps.stats.cache import get_cache as get_stats_cache
 from codefyui.access import canonical_uuid, find_visible, visible_to
 
 from . import centers, palette, workspace
-from .canvas import PICTURE_H, PICTURE_PAD, layout
+from .canvas import layout
 from .models import HistoryStep, Tab
 from .prefs import Prefs
 from .state import NODE_VIEW, PageState
@@ -61,8 +61,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     query = request.GET.get("q", "")
     statuses = run.nodes if run else {}
     pictures = {} if block or run is None else card_pictures(request, doc, run)
-    heights = {node_id: p.height + PICTURE_PAD if getattr(p, "kind", "") == "image" else getattr(p, "card_h", PICTURE_H)
-               for node_id, p in pictures.items()}  # a drawn picture and a viewer's picture are taller
+    heights = {node_id: p.card_h for node_id, p in pictures.items()}
     canvas = layout(shown, prefs.connection_style, "" if block else tab.active_segment, heights, enabled)
     for card in canvas.cards if not block else ():  # cards inside a block show no run status
         card.status = subgraphs.rolled_up_status(card.id, statuses) if card.type == "Subgraph" else statuses.get(card.id, {})

@@ -19,6 +19,7 @@ WIDTH, HEIGHT = 168, 34          # px on the card
 HEAT_MAX_ROWS, HEAT_MAX_COLS = 8, 28
 LINE_MAX_POINTS = 64
 IMAGE_MAX_HEIGHT = 90            # px on the card: a picture keeps its proportions within WIDTH × this
+CARD_ROOM, IMAGE_PAD = 40, 8     # room a picture takes under the card's ports: a strip, or a drawn picture + pad
 
 
 @dataclass
@@ -33,6 +34,11 @@ class Picture:
     node: str = ""                              # an image: the capture it shows (run, node, port)
     port: str = ""
     run: str = ""
+
+    @property
+    def card_h(self) -> int:
+        """The room it takes under the card's ports (a viewer's picture says its own)."""
+        return self.height + IMAGE_PAD if self.kind == "image" else CARD_ROOM
 
 
 def picture(value) -> Picture | None:

@@ -25,7 +25,6 @@ import os
 import queue
 import signal
 import socket
-import sys
 import threading
 import time
 import traceback
@@ -116,7 +115,7 @@ class _CaptureSink(CaptureStore):
             return
         try:
             self._send("captures", [(node_id, port, freeze(value)) for node_id, port, value in items])
-        except Exception:  # e.g. an object that cannot be pickled: each on its own, to name the one
+        except Exception as exc:  # e.g. an object that cannot be pickled: each on its own, to name the one
             if len(items) > 1:
                 for item in items:
                     self.put(run_id, *item)
@@ -124,7 +123,7 @@ class _CaptureSink(CaptureStore):
             node_id, port, _ = items[0]
             self._send("events", [ev.Event(ev.LOG, run_id, node_id, level="warning",
                                            text=f"The output '{port}' could not be recorded "
-                                                f"({type(sys.exc_info()[1]).__name__})")])
+                                                f"({type(exc).__name__})")])
 
     def get(self, run_id, node_id, port):
         return None

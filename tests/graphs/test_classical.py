@@ -617,3 +617,10 @@ def test_iris_pipeline_through_the_engine():
     assert outcome.status == "succeeded", outcome.error
     assert outcome.nodes["acc"].summary["total"]["value"] == 30
     assert outcome.nodes["acc"].summary["accuracy"]["value"] > 0.9
+
+
+def test_csv_reader_names_a_column_that_mixes_words_and_numbers(ctx, files):
+    """Each cell reads alone (true, 3) but the column is no number column: a message, not a traceback."""
+    (files / "mixed.csv").write_text("flag,y\ntrue,a\n3,b\n")
+    with pytest.raises(NodeError, match="column 'flag' mixes words and numbers"):
+        run(ctx, "CSVReader", path="mixed.csv", target_column="y", include_columns="flag")

@@ -72,8 +72,7 @@ def capture_png(request: HttpRequest, run_id: UUID, node_id: str, port: str) -> 
 def _tensor(value) -> torch.Tensor | None:
     if not isinstance(value, torch.Tensor):
         return None
-    t = value.detach()
-    return t.cpu() if t.device.type != "cpu" else t
+    return value.detach().cpu()  # the same tensor when it is on the CPU already
 
 
 def _as_numpy(t: torch.Tensor) -> np.ndarray:
@@ -89,8 +88,7 @@ def _pieces(t: torch.Tensor):
         return
     row = max(1, t[0].numel())
     rows = max(1, CHUNK_ELEMENTS // row)
-    for start in range(0, t.shape[0], rows):
-        yield t[start:start + rows]
+    yield from t.split(rows)
 
 
 @require_GET

@@ -146,8 +146,9 @@ def _scatter_context(request, state: PageState, value, labels, status: str) -> d
     centre, zoom = v.view_query(points, request.GET)
     hidden = v.hidden_set(request.GET.get("hidden"), len(points))
     text = request.GET.get("filter", "")[:200]
-    listed = v.nearest(points, centre, names, text)
-    visible = [i for i in v.nearest(points, centre, names, "", n=len(points)) if i not in hidden][:v.NEAREST]
+    order = v.nearest(points, centre, names, "", n=len(points))  # every point, nearest the centre first
+    listed = v.nearest(points, centre, names, text) if text.strip() else order[:v.NEAREST]
+    visible = [i for i in order if i not in hidden][:v.NEAREST]
     picture = v.scatter(value, labels, width=PAGE_W, height=PAGE_H, centre=centre, zoom=zoom, hidden=hidden,
                         named=visible, inline=False, font=12)
     scale = v.fit_scale(points, PAGE_W, PAGE_H) * zoom / 100

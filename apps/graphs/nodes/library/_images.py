@@ -13,6 +13,9 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
+import numpy
+import torch
+
 from ..base import NodeError
 
 
@@ -42,11 +45,7 @@ def as_pil(value: Any, port: str, node: str) -> Any:
         return Image.open(io.BytesIO(value.data))
     if isinstance(value, Image.Image):
         return value
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is always installed
-        torch = None
-    if torch is not None and isinstance(value, torch.Tensor):
+    if isinstance(value, torch.Tensor):
         t = value.detach().cpu()
         if t.dim() == 4 and t.shape[0] == 1:
             t = t[0]
@@ -65,11 +64,14 @@ def as_pil(value: Any, port: str, node: str) -> Any:
     raise NodeError(f"{node}: '{port}' needs an image (a picture or an image tensor), got {type(value).__name__}")
 
 
-def as_tensor(value: Any) -> Any:
-    """A PngImage or PIL image as a float tensor [C, H, W] with values 0…1."""
-    import numpy as np
-    import torch
+def pixels(image: Any) -> torch.Tensor:
+    """A PIL picture as a float tensor [C, H, W] of values 0 … 1 (torchvision's ToTensor)."""
+    array = numpy.asarray(image, dtype=numpy.uint8)
+    if array.ndim == 2:
+        array = array[:, :, None]
+    return torch.from_numpy(array.copy()).permute(2, 0, 1).float().div(255.0)
 
-    pixels = np.asarray(as_pil(value, "image", "") if isinstance(value, PngImage) else value)
-    t = torch.from_numpy(pixels.copy()).float() / 255
-    return t.unsqueeze(0) if t.dim() == 2 else t.permute(2, 0, 1)
+
+def as_tensor(value: Any) -> torch.Tensor:
+    """A PngImage or PIL image as a float tensor [C, H, W] with values 0…1."""
+    return pixels(as_pil(value, "image", ""))

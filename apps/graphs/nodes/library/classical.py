@@ -17,6 +17,7 @@ import csv
 import io
 import math
 import re
+from collections import Counter
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
@@ -238,11 +239,15 @@ class CSVReader(LibraryNode):
         ctx.check_size(len(rows) * len(chosen), "CSVReader's table")
         columns, values, left_out = [], [], []
         for name in chosen:
-            cells = [row[names.index(name)] for row in rows]
+            position = names.index(name)
+            cells = [row[position] for row in rows]
             numbers = _column_numbers(cells)
             if numbers is None:
                 if requested:
-                    bad = next(i for i, cell in enumerate(cells) if _column_numbers([cell]) is None)
+                    bad = next((i for i, cell in enumerate(cells) if _column_numbers([cell]) is None), None)
+                    if bad is None:  # each cell reads alone (true, 3) but not together as one column
+                        raise NodeError(f"CSVReader: column {name!r} mixes words and numbers, so it is not a "
+                                        "number column; include_columns may name number columns only")
                     raise NodeError(f"CSVReader: column {name!r} has {cells[bad].strip()!r} in row {bad + 1} (line "
                                     f"{lines[bad]} of {shown}), which is not a number; include_columns may name "
                                     "number columns only (take it out, or make the label column target_column)")
@@ -256,7 +261,8 @@ class CSVReader(LibraryNode):
             ctx.log(f"CSVReader left out columns that are not numbers: {', '.join(left_out)}")
         tensor = (torch.from_numpy(np.array(values, dtype=np.float32).T.copy()) if columns
                   else torch.zeros(len(rows), 0))
-        labels = _label_texts([row[names.index(target)] for row in rows]) if target else []
+        target_at = names.index(target) if target else -1
+        labels = _label_texts([row[target_at] for row in rows]) if target else []
         return {"tensor": tensor.reshape(len(rows), len(columns)), "labels": labels, "columns": columns}
 
     @staticmethod
@@ -407,9 +413,7 @@ class TrainTestSplit(LibraryNode):
         stratify = None
         if params["stratify"]:
             stratify = [str(v) for v in items]
-            counts: dict[str, int] = {}
-            for v in stratify:
-                counts[v] = counts.get(v, 0) + 1
+            counts = Counter(stratify)
             rare = sorted(k for k, c in counts.items() if c < 2)
             if rare:
                 raise NodeError(f"TrainTestSplit: stratify needs at least 2 rows of each class, but class "

@@ -16,9 +16,9 @@ from torch import nn
 
 from ..base import NodeError, Param, Port, parse_int_list, register
 from ._datasets import DataLoader as BatchLoader, first_sample
-from ._helpers import (LibraryNode, as_float, broadcast_shape, build_layer, normal_init, numel, seed_value,
-                       shape_str, sizes)
-from .training import _device, _reported, _SizeGuard
+from ._helpers import (LibraryNode, as_float, broadcast_shape, build_layer, need_rank, normal_init, numel,
+                       seed_value, shape_str, sizes)
+from .training import _device, _reported, _SizeGuard, capture_epoch
 
 CATEGORY = "Diffusion"
 MAX_LEVELS = 6          # DiffusionUNet's depth (entries of channel_mult); each halves the image
@@ -125,11 +125,7 @@ class Upsample(LibraryNode):
 
     def run(self, ctx, params, tensor):
         mode, scale = params["mode"], params["scale_factor"]
-        ranks = UPSAMPLE_RANKS[mode]
-        if tensor.dim() not in ranks:
-            wanted = " or ".join(f"{r}-D" for r in ranks)
-            raise NodeError(f"Upsample ({mode}) expects a {wanted} tensor [batch, channels, ...], but got shape "
-                            f"{shape_str(tensor.shape)} ({tensor.dim()}-D)")
+        need_rank(tensor, UPSAMPLE_RANKS[mode], f"Upsample ({mode})", "[batch, channels, ...]")
         out_shape = list(tensor.shape[:2]) + [math.floor(s * scale) for s in tensor.shape[2:]]
         if min(out_shape[2:]) < 1:
             raise NodeError(f"Upsample: scale_factor {scale} shrinks {shape_str(tensor.shape)} to "
@@ -212,7 +208,7 @@ class TimestepEmbedding(LibraryNode):
         t = _timesteps(timestep, "TimestepEmbedding")
         module = build_layer(ctx, TimeEmbedding.weights(dim), "TimestepEmbedding weights",
                              lambda: TimeEmbedding(dim, period, seed))
-        return {"embedding": module(t.to(next(module.parameters()).device))}
+        return {"embedding": module(t.to(_model_device(module, ctx.device)))}
 
 
 # -- the U-Net ----------------------------------------------------------------------------------
@@ -574,9 +570,4 @@ class _DiffusionTraining:
                 "early_stopping_patience": None, "validation": False, "lr_scheduler": None}
 
     def capture_epoch(self) -> None:
-        """With Record node outputs on: this epoch's loss and a copy of every weight (as TrainingLoop)."""
-        if not self.ctx.recording:
-            return
-        self.ctx.capture(f"__epoch{self.epoch}", {
-            "epoch": self.epoch, "loss": self.losses[-1], "val_loss": None,
-            "weights": {name: p.detach().to("cpu", copy=True) for name, p in self.model.named_parameters()}})
+        capture_epoch(self.ctx, self.epoch, self.losses[-1], None, self.model)

@@ -230,12 +230,18 @@ class EmbeddingScatter(LibraryNode):
 # -- WordVector --------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=4)
-def word_table(backend: str) -> tuple[dict[str, int], torch.Tensor, tuple[str, ...]]:
-    """(word -> row, the [V, D] table, the names of its axes) of a bundled backend."""
-    data = json.loads(BACKENDS[backend].read_text(encoding="utf-8"))
-    words = sorted(data["vectors"])
-    table = torch.tensor([data["vectors"][w] for w in words], dtype=torch.float32)
-    return {w: i for i, w in enumerate(words)}, table, tuple(data.get("axes", ()))
+@functools.lru_cache(maxsize=None)
+def _read_backend(backend: str) -> tuple[tuple[str, ...], tuple[tuple[float, ...], ...]]:
+    """A bundled backend's words (sorted) and their vectors, read from its file once per process."""
+    vectors = json.loads(BACKENDS[backend].read_text(encoding="utf-8"))["vectors"]
+    words = tuple(sorted(vectors))
+    return words, tuple(tuple(vectors[w]) for w in words)
+
+
+def word_table(backend: str) -> tuple[dict[str, int], torch.Tensor]:
+    """(word -> row, the [V, D] table) of a bundled backend."""
+    words, rows = _read_backend(backend)
+    return {w: i for i, w in enumerate(words)}, torch.tensor(rows, dtype=torch.float32)
 
 
 def _words(value, fallback: str) -> list[str]:
@@ -298,7 +304,7 @@ class WordVector(LibraryNode):
         if len(words) > MAX_WORDS:
             raise NodeError(f"WordVector looks up at most {MAX_WORDS:,} words at once, but got "
                             f"{len(words):,}")
-        index, table, _ = word_table(params["backend"])
+        index, table = word_table(params["backend"])
         width = table.shape[1]
         ctx.check_size(len(words) * width, "WordVector's vectors")
         step(ctx, "input_words", f"{len(words)} words to look up in {params['backend']} "

@@ -90,10 +90,7 @@ class GraphInput(LibraryNode):
     def _image(ctx, file_name: str, name: str):
         from PIL import Image, UnidentifiedImageError
 
-        path = ctx.user_file(file_name, "default")
-        if not path.is_file():
-            raise NodeError(f"GraphInput {name!r}: there is no file {file_name!r} in My files; "
-                            "upload the picture there first")
+        path = ctx.user_file(file_name, "default")  # refuses a name that is no file of My files
         try:
             with Image.open(path) as image:
                 ctx.check_size(image.width * image.height * 4, f"GraphInput {name!r} image")

@@ -20,7 +20,7 @@ import torch
 
 from ..base import NodeError, Param, Port, register
 from ._helpers import LibraryNode
-from ._images import as_pil, png_of
+from ._images import as_pil, pixels, png_of
 
 CATEGORY = "IO"
 MODES = ("RGB", "L", "RGBA")
@@ -82,16 +82,6 @@ def resized(image: Any, size: int) -> Any:
     from PIL import Image
 
     return image if size <= 0 or image.size == (size, size) else image.resize((size, size), Image.BILINEAR)
-
-
-def pixels(image: Any) -> torch.Tensor:
-    """A PIL picture as a float tensor [C, H, W] of values 0 … 1 (torchvision's ToTensor)."""
-    import numpy
-
-    array = numpy.asarray(image, dtype=numpy.uint8)
-    if array.ndim == 2:
-        array = array[:, :, None]
-    return torch.from_numpy(array.copy()).permute(2, 0, 1).float().div(255.0)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -3,7 +3,6 @@ administrator configured on the school's network; offline (the default) it says 
 from __future__ import annotations
 
 import json
-import socket
 import urllib.error
 import urllib.request
 from typing import Any
@@ -105,12 +104,9 @@ class LLMChat(LibraryNode):
             raise NodeError(f"{where} answered HTTP {exc.code} ({exc.reason})"
                             + (f": {detail[0][:200]}" if detail else "")
                             + "; ask an administrator to check the endpoint, model and key") from None
-        except (socket.timeout, TimeoutError):
-            raise NodeError(f"{where} did not answer within {timeout} s; try again, or ask an "
-                            "administrator to raise CODEFYUI_LLM_TIMEOUT_S") from None
-        except (urllib.error.URLError, OSError) as exc:
+        except (urllib.error.URLError, OSError) as exc:  # a timeout is an OSError, bare or as a URLError's reason
             reason = getattr(exc, "reason", exc)
-            if isinstance(reason, (socket.timeout, TimeoutError)):
+            if isinstance(reason, TimeoutError):
                 raise NodeError(f"{where} did not answer within {timeout} s; try again, or ask an "
                                 "administrator to raise CODEFYUI_LLM_TIMEOUT_S") from None
             why = "refused the connection" if isinstance(reason, ConnectionRefusedError) else f"cannot be reached ({reason})"

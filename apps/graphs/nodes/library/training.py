@@ -13,7 +13,7 @@ from torch import nn
 
 from ..base import NodeError, Param, Port, register
 from ._helpers import LibraryNode, shape_str
-from ._datasets import collate
+from ._datasets import DataLoader as BatchLoader
 
 CATEGORY = "Training"
 
@@ -149,6 +149,16 @@ def _reported(x: float) -> float | str:
     if math.isfinite(x):
         return round(x, 6)
     return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+
+
+def capture_epoch(ctx, epoch: int, loss: float, val_loss: float | None, model: nn.Module) -> None:
+    """With Record node outputs on: an epoch's losses and a copy of every layer's weights, kept as
+    the node's ``__epoch<n>`` capture (the Training pane's epoch selector reads it)."""
+    if not ctx.recording:
+        return
+    ctx.capture(f"__epoch{epoch}", {
+        "epoch": epoch, "loss": loss, "val_loss": val_loss,
+        "weights": {name: p.detach().to("cpu", copy=True) for name, p in model.named_parameters()}})
 
 
 def _split(batch: Any) -> tuple[Any, Any]:
@@ -453,13 +463,8 @@ class _Training:
                 "lr_scheduler": type(self.scheduler).__name__ if self.scheduler is not None else None}
 
     def capture_epoch(self) -> None:
-        """With Record node outputs on: this epoch's losses and a copy of every layer's weights."""
-        if not self.ctx.recording:
-            return
-        self.ctx.capture(f"__epoch{self.epoch}", {
-            "epoch": self.epoch, "loss": self.losses[-1],
-            "val_loss": self.val_losses[-1] if self.val_losses else None,
-            "weights": {name: p.detach().to("cpu", copy=True) for name, p in self.model.named_parameters()}})
+        capture_epoch(self.ctx, self.epoch, self.losses[-1], self.val_losses[-1] if self.val_losses else None,
+                      self.model)
 
 
 @register
@@ -539,7 +544,7 @@ class EvaluateModel(LibraryNode):
         was_training = model.training
         model.eval()
         correct = total = 0
-        loader = torch.utils.data.DataLoader(dataset, batch_size=params["batch_size"], collate_fn=collate)
+        loader = BatchLoader(dataset, batch_size=params["batch_size"])
         with torch.no_grad():
             for batch in loader:
                 data, targets = _split(batch)

@@ -9,7 +9,7 @@ from torch import nn
 
 from apps.graphs.nodes.library._estimators import FittedEstimator, _rows
 
-__all__ = ["FittedEstimator", "TrainedNetwork", "_rows"]
+__all__ = ["FittedEstimator", "TrainedNetwork"]
 
 
 class TrainedNetwork(nn.Module):
