@@ -128,6 +128,15 @@ def need_rank(x: torch.Tensor, ranks: tuple[int, ...], node: str, layout: str) -
                         f"{shape_str(x.shape)} ({x.dim()}-D)")
 
 
+def check_channels(x: torch.Tensor, dim: int, expected: int, param: str, node: str = "") -> None:
+    """Refuse an input whose size at ``dim`` is not the ``param`` channels the layer was set to."""
+    got = x.shape[dim]
+    if got != expected:
+        who = f"{node} " if node else ""
+        raise NodeError(f"Channel mismatch: {who}expected {expected} channels, got {got} (input shape "
+                        f"{shape_str(x.shape)}); set {param} to {got}")
+
+
 def as_float(x: torch.Tensor) -> torch.Tensor:
     """Whole-number and true/false tensors become float32 for ops that need fractions."""
     return x if x.is_floating_point() else x.float()

@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..base import NodeError, Param, Port, register
-from ._helpers import (TENSOR_IN, TENSOR_OUT, LibraryNode, as_float, build_layer, need_rank,
-                       param_value, shape_str, step, to_layer_dtype)
+from ._helpers import (TENSOR_IN, TENSOR_OUT, LibraryNode, as_float, build_layer, check_channels,
+                       need_rank, param_value, shape_str, step, to_layer_dtype)
 
 CATEGORY = "CNN"
 IMAGE_LAYOUT = "[batch, channels, height, width] (or [channels, height, width])"
@@ -18,13 +18,6 @@ IMAGE_LAYOUT = "[batch, channels, height, width] (or [channels, height, width])"
 def _image(x: torch.Tensor, node: str) -> torch.Tensor:
     need_rank(x, (3, 4), node, IMAGE_LAYOUT)
     return x
-
-
-def _channels(x: torch.Tensor, expected: int, param: str) -> None:
-    got = x.shape[-3]
-    if got != expected:
-        raise NodeError(f"Channel mismatch: expected {expected} channels, got {got} (input shape "
-                        f"{shape_str(x.shape)}); set {param} to {got}")
 
 
 def _fits(x: torch.Tensor, kernel: int, padding: int, node: str) -> None:
@@ -68,7 +61,7 @@ class Conv2d(LibraryNode):
     def run(self, ctx, params, tensor):
         x = _image(tensor, "Conv2d")
         c_in, c_out, k = params["in_channels"], params["out_channels"], params["kernel_size"]
-        _channels(x, c_in, "in_channels")
+        check_channels(x, -3, c_in, "in_channels")
         _fits(x, k, params["padding"], "Conv2d")
         layer = build_layer(ctx, c_out * c_in * k * k + c_out, "Conv2d weights",
                             lambda: nn.Conv2d(c_in, c_out, k, params["stride"], params["padding"]))
@@ -108,7 +101,7 @@ class ConvTranspose2d(LibraryNode):
         x = _image(tensor, "ConvTranspose2d")
         c_in, c_out, k = params["in_channels"], params["out_channels"], params["kernel_size"]
         stride, pad, extra = params["stride"], params["padding"], params["output_padding"]
-        _channels(x, c_in, "in_channels")
+        check_channels(x, -3, c_in, "in_channels")
         if extra >= stride:
             raise NodeError(f"'output_padding' = {extra} must be smaller than stride={stride}")
         layer = build_layer(ctx, c_in * c_out * k * k + c_out, "ConvTranspose2d weights",
@@ -290,7 +283,7 @@ class BatchNorm2d(LibraryNode):
     def run(self, ctx, params, tensor):
         x = _image(tensor, "BatchNorm2d")
         channels = params["num_features"]
-        _channels(x, channels, "num_features")
+        check_channels(x, -3, channels, "num_features")
         layer = build_layer(ctx, 4 * channels, "BatchNorm2d parameters",
                             lambda: nn.BatchNorm2d(channels))
         x = to_layer_dtype(x, layer)
@@ -349,10 +342,7 @@ class Conv1d(LibraryNode):
         need_rank(tensor, (2, 3), "Conv1d", SEQUENCE_LAYOUT)
         c_in, c_out, k = params["in_channels"], params["out_channels"], params["kernel_size"]
         stride, pad = params["stride"], params["padding"]
-        got = tensor.shape[-2]
-        if got != c_in:
-            raise NodeError(f"Channel mismatch: Conv1d expected {c_in} channels, got {got} (input shape "
-                            f"{shape_str(tensor.shape)}); set in_channels to {got}")
+        check_channels(tensor, -2, c_in, "in_channels", "Conv1d")
         if tensor.shape[-1] + 2 * pad < k:
             raise NodeError(f"Conv1d: the input's length {tensor.shape[-1]} (with padding {pad}) is "
                             f"smaller than kernel_size {k}; use a smaller kernel, more padding or a longer input")

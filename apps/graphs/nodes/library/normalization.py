@@ -6,8 +6,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..base import NodeError, Param, Port, register
-from ._helpers import (TENSOR_IN, TENSOR_OUT, LibraryNode, build_layer, need_rank, numel, shape_str,
-                       sizes, step, to_layer_dtype)
+from ._helpers import (TENSOR_IN, TENSOR_OUT, LibraryNode, build_layer, check_channels, need_rank,
+                       numel, shape_str, sizes, step, to_layer_dtype)
 
 
 @register
@@ -64,13 +64,6 @@ class LayerNorm(LibraryNode):
         return {"tensor": out}
 
 
-def _channels(x: torch.Tensor, dim: int, expected: int, node: str, param: str) -> None:
-    got = x.shape[dim]
-    if got != expected:
-        raise NodeError(f"Channel mismatch: {node} expected {expected} channels, got {got} (input shape "
-                        f"{shape_str(x.shape)}); set {param} to {got}")
-
-
 @register
 class BatchNorm1d(LibraryNode):
     type = "BatchNorm1d"
@@ -93,7 +86,7 @@ class BatchNorm1d(LibraryNode):
     def run(self, ctx, params, tensor):
         need_rank(tensor, (2, 3), "BatchNorm1d", "[batch, features] (or [batch, features, length])")
         features = params["num_features"]
-        _channels(tensor, 1, features, "BatchNorm1d", "num_features")
+        check_channels(tensor, 1, features, "num_features", "BatchNorm1d")
         layer = build_layer(ctx, 4 * features, "BatchNorm1d parameters", lambda: nn.BatchNorm1d(features))
         x = to_layer_dtype(tensor, layer)
         if not layer.training:
@@ -137,7 +130,7 @@ class GroupNorm(LibraryNode):
         if tensor.dim() < 2:
             raise NodeError(f"GroupNorm expects a tensor [batch, channels, ...], but got shape "
                             f"{shape_str(tensor.shape)} ({tensor.dim()}-D)")
-        _channels(tensor, 1, channels, "GroupNorm", "num_channels")
+        check_channels(tensor, 1, channels, "num_channels", "GroupNorm")
         layer = build_layer(ctx, 2 * channels, "GroupNorm parameters", lambda: nn.GroupNorm(groups, channels))
         return {"tensor": layer(to_layer_dtype(tensor, layer))}
 
@@ -167,7 +160,7 @@ class InstanceNorm2d(LibraryNode):
     def run(self, ctx, params, tensor):
         need_rank(tensor, (3, 4), "InstanceNorm2d", "[batch, channels, height, width] (or [channels, height, width])")
         features, affine = params["num_features"], params["affine"]
-        _channels(tensor, -3, features, "InstanceNorm2d", "num_features")
+        check_channels(tensor, -3, features, "num_features", "InstanceNorm2d")
         if tensor.shape[-1] * tensor.shape[-2] < 2:
             raise NodeError(f"InstanceNorm2d needs more than one pixel per channel to compute a spread, but "
                             f"the input {shape_str(tensor.shape)} has one")
