@@ -231,18 +231,24 @@ def training_data(node: str, x_train: torch.Tensor, x_query: torch.Tensor,
     return x_train, x_query
 
 
-def class_labels(value: Any, port: str, node_type: str) -> list[str]:
-    """Class labels wired into a LIST port (a list, or a tensor of class numbers) as the
-    strings predictions are written in: 1.0 and 1 both read "1"."""
+def label_items(value: Any, port: str, node_type: str) -> list:
+    """Labels wired into a LIST port (a list, or a 1-D tensor) as they came, one a row: a
+    tensor's values as numbers."""
     if isinstance(value, torch.Tensor):
         if value.dim() > 1:
             raise NodeError(f"Input '{port}' of {node_type} needs one label per row, but got a "
                             f"tensor of shape {shape_str(value.shape)}")
-        value = value.reshape(-1).tolist()
+        return value.reshape(-1).tolist()
     if not isinstance(value, (list, tuple)):
         raise NodeError(f"Input '{port}' of {node_type} needs a list of labels, but received a "
                         f"value of type '{type(value).__name__}'")
-    return [_label_text(v) for v in value]
+    return list(value)
+
+
+def class_labels(value: Any, port: str, node_type: str) -> list[str]:
+    """Class labels (see ``label_items``) as the strings predictions are written in: 1.0 and 1
+    both read "1"."""
+    return [_label_text(v) for v in label_items(value, port, node_type)]
 
 
 def _label_text(value: Any) -> str:

@@ -26,7 +26,7 @@ import torch
 
 from ..base import NodeError, Param, Port, register
 from ._estimators import FittedEstimator
-from ._helpers import LibraryNode, check_dim, class_labels, shape_str, training_data
+from ._helpers import LibraryNode, check_dim, class_labels, label_items, shape_str, training_data
 
 DATA, CLASSICAL = "Data", "Classical"
 
@@ -358,19 +358,6 @@ def _label_texts(cells: list[str]) -> list[str]:
     return [c if c not in NA_TEXTS else "nan" for c in cells]
 
 
-def _label_items(value: Any, port: str, node: str) -> list:
-    """A LIST of labels as it came (a tensor's values as numbers), one a row."""
-    if isinstance(value, torch.Tensor):
-        if value.dim() > 1:
-            raise NodeError(f"Input '{port}' of {node} needs one label per row, but got a tensor of shape "
-                            f"{shape_str(value.shape)}")
-        return value.reshape(-1).tolist()
-    if not isinstance(value, (list, tuple)):
-        raise NodeError(f"Input '{port}' of {node} needs a list of labels, but received a value of type "
-                        f"'{type(value).__name__}'")
-    return list(value)
-
-
 @register
 class TrainTestSplit(LibraryNode):
     type = "TrainTestSplit"
@@ -397,7 +384,7 @@ class TrainTestSplit(LibraryNode):
     def run(self, ctx, params, features, labels):
         from sklearn.model_selection import train_test_split
 
-        items = _label_items(labels, "labels", self.type)
+        items = label_items(labels, "labels", self.type)
         if features.dim() == 0:
             raise NodeError("TrainTestSplit needs 'features' as a table [rows, features], but got a single number")
         n, size = features.shape[0], params["test_size"]
@@ -495,7 +482,7 @@ def _named(text: str, given: Any, port: str, size: int, node: str, what: str) ->
     if given is None or (isinstance(given, (list, tuple)) and not given):
         raise NodeError(f"{node}: 'names' is set but nothing is wired into '{port}' to look the names up in; wire "
                         f"the {port} list in (CSVReader gives one) or use 'indices' instead")
-    known = [str(v) for v in _label_items(given, port, node)]
+    known = [str(v) for v in label_items(given, port, node)]
     if len(known) != size:
         raise NodeError(f"{node}: '{port}' lists {len(known)} names but the tensor has {size} {what}; wire the "
                         f"{port} list that belongs to this tensor")
