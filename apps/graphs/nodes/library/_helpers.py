@@ -197,6 +197,11 @@ def seed_value(seed: int) -> int:
     return seed if -2**63 <= seed < 2**63 else seed % 2**63
 
 
+def random_state(seed: int) -> int:
+    """A seed scikit-learn takes (0 … 2**32 - 1); other whole numbers are folded into range."""
+    return int(seed) % 2**32
+
+
 def to_layer_dtype(x: torch.Tensor, module: torch.nn.Module) -> torch.Tensor:
     """Match the input's dtype to the layer's weights (an int64 input becomes float32)."""
     weight = next(iter(module.parameters()), None)

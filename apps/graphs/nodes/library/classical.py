@@ -26,7 +26,8 @@ import torch
 
 from ..base import NodeError, Param, Port, register
 from ._estimators import FittedEstimator
-from ._helpers import LibraryNode, check_dim, class_labels, label_items, shape_str, training_data
+from ._helpers import (LibraryNode, check_dim, class_labels, label_items, random_state, shape_str,
+                       training_data)
 
 DATA, CLASSICAL = "Data", "Classical"
 
@@ -60,11 +61,6 @@ TRAINING_INPUTS = (
 def too_much(node: str, what: str, amount: int, limit: int, fix: str) -> NodeError:
     return NodeError(f"{node}: {what} = {amount:,}, more than the {limit:,} one node may take on this server "
                      f"(the fit would take too long). {fix}")
-
-
-def random_state(seed: int) -> int:
-    """A seed scikit-learn takes (0 … 2**32 - 1); other whole numbers are folded into range."""
-    return int(seed) % 2**32
 
 
 # -- the inputs of a fit ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from ..base import NodeError, Param, Port, register
-from ._helpers import LibraryNode, as_float, class_labels, seed_value, shape_str, step
+from ._helpers import LibraryNode, as_float, class_labels, random_state, seed_value, shape_str, step
 
 CATEGORY = "LLM"
 
@@ -193,7 +193,7 @@ class EmbeddingScatter(LibraryNode):
             return numpy.zeros((n, 2))
         from sklearn.decomposition import PCA
 
-        pca = PCA(n_components=components, random_state=seed_value(seed) % 2**32)
+        pca = PCA(n_components=components, random_state=random_state(seed))
         fit = pca.fit_transform(data)
         if components < 2:
             fit = numpy.concatenate([fit, numpy.zeros((n, 2 - components))], axis=1)
@@ -218,7 +218,7 @@ class EmbeddingScatter(LibraryNode):
                     f"vectors ({n}); {used:g} was used")
         from sklearn.manifold import TSNE
 
-        tsne = TSNE(n_components=2, perplexity=used, random_state=seed_value(seed) % 2**32,
+        tsne = TSNE(n_components=2, perplexity=used, random_state=random_state(seed),
                     init="pca", learning_rate="auto")
         fit = tsne.fit_transform(data)
         step(ctx, "tsne", f"Move the points on a flat map until each one keeps the same neighbours "
