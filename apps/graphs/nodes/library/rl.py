@@ -197,10 +197,6 @@ def _state(node: str, state: torch.Tensor, state_dim: int) -> torch.Tensor:
     return state
 
 
-def _mlp_sizes(params: dict[str, Any]) -> tuple[int, int, int]:
-    return params["state_dim"], params["action_dim"], params["hidden_dim"]
-
-
 def dqn_network(state_dim: int, action_dim: int, hidden_dim: int) -> nn.Module:
     """CodefyUI's Q-network: two hidden ReLU layers, one Q-value per action."""
     return nn.Sequential(nn.Linear(state_dim, hidden_dim), nn.ReLU(), nn.Linear(hidden_dim, hidden_dim), nn.ReLU(),
@@ -229,8 +225,35 @@ NETWORK_PARAMS = (
 )
 
 
+class _PolicyNetwork(LibraryNode):
+    """DQN and PPO: a state in, the network and what it makes of the state out. Each says its
+    network, that network's weight count, and the steps that explain its answer."""
+
+    inputs = (Port("state", optional=True, description="An observation [state_dim] or a batch [B, state_dim]"),)
+    stateful = True
+    records_steps = True
+
+    def run(self, ctx, params, state=None):
+        s, a, h = params["state_dim"], params["action_dim"], params["hidden_dim"]
+        if state is not None:
+            _state(self.type, state, s)
+        model = build_layer(ctx, self.weights(s, a, h), f"{self.type} weights", lambda: self.network(s, a, h))
+        if state is None:
+            return {"model": model, "action": torch.zeros(a, device=ctx.device)}
+        x = to_layer_dtype(state, model)
+        with torch.no_grad():
+            answer = model(x)
+        step(ctx, "state", f"The state $s$, shape {shape_str(x.shape)}.", state=x)
+        return {"model": model, "action": self.explain(ctx, answer)}
+
+    @staticmethod
+    def weights(s: int, a: int, h: int) -> int:
+        """The two hidden layers and the action head (a subclass adds its other heads)."""
+        return s * h + h + h * h + h + h * a + a
+
+
 @register
-class DQN(LibraryNode):
+class DQN(_PolicyNetwork):
     type = "DQN"
     category = CATEGORY
     description = "A Deep Q-Network: scores every action in a state; the highest score is the greedy choice."
@@ -243,33 +266,21 @@ class DQN(LibraryNode):
         "Unwired, 'action' is action_dim zeros. The weights start random, so the guesses mean "
         "nothing until the network is trained (wire 'model' into an Optimizer)."
     )
-    inputs = (Port("state", optional=True, description="An observation [state_dim] or a batch [B, state_dim]"),)
     outputs = (Port("model", "MODEL", description="The Q-network"),
                Port("action", description="Q-values of the state, one per action"))
     params = NETWORK_PARAMS + (Param("hidden_dim", "int", 128, "Width of the two hidden layers", min=1),)
-    stateful = True
-    records_steps = True
+    network = staticmethod(dqn_network)
 
-    def run(self, ctx, params, state=None):
-        s, a, h = _mlp_sizes(params)
-        if state is not None:
-            _state(self.type, state, s)
-        model = build_layer(ctx, s * h + h + h * h + h + h * a + a, "DQN weights", lambda: dqn_network(s, a, h))
-        if state is None:
-            return {"model": model, "action": torch.zeros(a, device=ctx.device)}
-        x = to_layer_dtype(state, model)
-        with torch.no_grad():
-            q_values = model(x)
-        step(ctx, "state", f"The state $s$, shape {shape_str(x.shape)}.", state=x)
+    def explain(self, ctx, q_values):
         step(ctx, "q_values", "$Q(s, a)$ for every action $a$: the reward the network expects from taking it.",
              q_values=q_values)
         step(ctx, "greedy_action", "$\\arg\\max_a Q(s, a)$: the action a greedy agent takes.",
              greedy_action=q_values.argmax(dim=-1))
-        return {"model": model, "action": q_values}
+        return q_values
 
 
 @register
-class PPO(LibraryNode):
+class PPO(_PolicyNetwork):
     type = "PPO"
     category = CATEGORY
     description = "A PPO actor-critic: gives the probability of every action in a state, and the state's value."
@@ -282,28 +293,20 @@ class PPO(LibraryNode):
         "probabilities ([action_dim], or [B, action_dim] for a batch); unwired, action_dim zeros. "
         "The model called on a state returns (probabilities, value)."
     )
-    inputs = DQN.inputs
     outputs = (Port("model", "MODEL", description="The actor-critic network"),
                Port("action", description="The actor's action probabilities for the state"))
     params = NETWORK_PARAMS + (Param("hidden_dim", "int", 64, "Width of the two hidden layers", min=1),)
-    stateful = True
-    records_steps = True
+    network = ActorCritic
 
-    def run(self, ctx, params, state=None):
-        s, a, h = _mlp_sizes(params)
-        if state is not None:
-            _state(self.type, state, s)
-        model = build_layer(ctx, s * h + h + h * h + h + h * a + a + h + 1, "PPO weights",
-                            lambda: ActorCritic(s, a, h))
-        if state is None:
-            return {"model": model, "action": torch.zeros(a, device=ctx.device)}
-        x = to_layer_dtype(state, model)
-        with torch.no_grad():
-            probs, value = model(x)
-        step(ctx, "state", f"The state $s$, shape {shape_str(x.shape)}.", state=x)
+    @staticmethod
+    def weights(s: int, a: int, h: int) -> int:
+        return _PolicyNetwork.weights(s, a, h) + h + 1  # and the critic's head
+
+    def explain(self, ctx, answer):
+        probs, value = answer
         step(ctx, "action_probs", "$\\pi(a \\mid s)$: the actor's probability of each action.", action_probs=probs)
         step(ctx, "value", "$V(s)$: the critic's estimate of the reward still to come.", value=value)
-        return {"model": model, "action": probs}
+        return probs
 
 
 class RewardHead(nn.Module):
