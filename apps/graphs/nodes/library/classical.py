@@ -491,6 +491,20 @@ def _named(text: str, given: Any, port: str, size: int, node: str, what: str) ->
     return [known.index(n) for n in wanted]
 
 
+def _selection(node: str, params: dict, tensor: torch.Tensor, dim: int, given: Any, port: str,
+               what: str) -> torch.Tensor:
+    """The positions along ``dim`` that ColumnSelector's or RowSelector's params pick: by 'names'
+    (looked up in the list ``given`` on ``port``) when set, else by 'indices'."""
+    if tensor.dim() == 0:
+        raise NodeError(f"{node} needs a table [rows, columns], but got a single number")
+    size = tensor.shape[dim]
+    if str(params["names"]).strip():
+        picks = _named(params["names"], given, port, size, node, what)
+    else:
+        picks = _picks(params["indices"], size, node, what)
+    return torch.tensor(picks, dtype=torch.long)
+
+
 @register
 class ColumnSelector(LibraryNode):
     type = "ColumnSelector"
@@ -512,14 +526,7 @@ class ColumnSelector(LibraryNode):
     )
 
     def run(self, ctx, params, tensor, columns=None):
-        if tensor.dim() == 0:
-            raise NodeError("ColumnSelector needs a table [rows, columns], but got a single number")
-        size = tensor.shape[-1]
-        if str(params["names"]).strip():
-            picks = _named(params["names"], columns, "columns", size, self.type, "columns")
-        else:
-            picks = _picks(params["indices"], size, self.type, "columns")
-        return {"tensor": tensor[..., torch.tensor(picks, dtype=torch.long)]}
+        return {"tensor": tensor[..., _selection(self.type, params, tensor, -1, columns, "columns", "columns")]}
 
 
 @register
@@ -543,14 +550,7 @@ class RowSelector(LibraryNode):
     )
 
     def run(self, ctx, params, tensor, labels=None):
-        if tensor.dim() == 0:
-            raise NodeError("RowSelector needs a table [rows, columns], but got a single number")
-        size = tensor.shape[0]
-        if str(params["names"]).strip():
-            picks = _named(params["names"], labels, "labels", size, self.type, "rows")
-        else:
-            picks = _picks(params["indices"], size, self.type, "rows")
-        return {"tensor": tensor[torch.tensor(picks, dtype=torch.long)]}
+        return {"tensor": tensor[_selection(self.type, params, tensor, 0, labels, "labels", "rows")]}
 
 
 # -- Classical: models and their score -----------------------------------------------------------------
