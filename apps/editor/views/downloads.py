@@ -69,10 +69,14 @@ def capture_png(request: HttpRequest, run_id: UUID, node_id: str, port: str) -> 
     return response
 
 
-def _tensor(value) -> torch.Tensor | None:
+def _captured_tensor(request: HttpRequest, run_id: UUID, node_id: str, port: str):
+    """The captured tensor on the CPU, or a plain-text answer saying why there is none."""
+    value, refused = _capture(request, run_id, node_id, port)
+    if refused:
+        return None, refused
     if not isinstance(value, torch.Tensor):
-        return None
-    return value.detach().cpu()  # the same tensor when it is on the CPU already
+        return None, _text(NOT_A_TENSOR, 404)
+    return value.detach().cpu(), None  # the same tensor when it is on the CPU already
 
 
 def _as_numpy(t: torch.Tensor) -> np.ndarray:
@@ -94,12 +98,9 @@ def _pieces(t: torch.Tensor):
 @require_GET
 def capture_npy(request: HttpRequest, run_id: UUID, node_id: str, port: str) -> HttpResponse:
     """The whole tensor as NumPy's .npy (numpy.load reads it back), streamed in pieces."""
-    value, refused = _capture(request, run_id, node_id, port)
+    t, refused = _captured_tensor(request, run_id, node_id, port)
     if refused:
         return refused
-    t = _tensor(value)
-    if t is None:
-        return _text(NOT_A_TENSOR, 404)
     dtype = _as_numpy(t.reshape(-1)[:0]).dtype
     head = io.BytesIO()
     np.lib.format.write_array_header_1_0(
@@ -119,12 +120,9 @@ def capture_npy(request: HttpRequest, run_id: UUID, node_id: str, port: str) -> 
 def capture_csv(request: HttpRequest, run_id: UUID, node_id: str, port: str) -> HttpResponse:
     """A 1-D tensor as one column, a 2-D one as rows; a bigger one as the 2-D slice the
     Inspector shows (``?s=0,1``: the leading indices), named so in the file name."""
-    value, refused = _capture(request, run_id, node_id, port)
+    t, refused = _captured_tensor(request, run_id, node_id, port)
     if refused:
         return refused
-    t = _tensor(value)
-    if t is None:
-        return _text(NOT_A_TENSOR, 404)
     name = _name(node_id, port, "")
     if t.dim() > 2:
         asked = [int(m[1]) for p in request.GET.get("s", "").split(",") if (m := document.WHOLE_NUMBER.fullmatch(p))]
