@@ -34,12 +34,20 @@ def _state(request: HttpRequest, node_id: str, run) -> PageState:
     return PageState.of(request).but(node=node_id, run=str(run.id) if run else "")
 
 
-@require_GET
-def inspect_row(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+def _node_inspection(request: HttpRequest, tab_id: int, node_id: str):
+    """The tab (a stranger's raises Http404), the run it inspects and the node's inspection;
+    None for the inspection once the node is no longer in the graph."""
     tab = get_visible(Tab.objects, request.user, tab_id)
     run = inspected_run(request, tab)
     ins = inspection(request, tab.document, node_id, run)
-    if not any(n["id"] == node_id for n in ins.doc["nodes"]):
+    present = any(n["id"] == node_id for n in ins.doc["nodes"])
+    return tab, run, ins if present else None
+
+
+@require_GET
+def inspect_row(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    tab, run, ins = _node_inspection(request, tab_id, node_id)
+    if ins is None:
         return _gone(request, NODE_GONE)
     row, _ = find_row(ins, request.GET.get("key", ""))
     if row is None:
@@ -50,10 +58,8 @@ def inspect_row(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse
 @require_GET
 def training(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
     """The live part of a training node's Training pane, re-fetched while it trains."""
-    tab = get_visible(Tab.objects, request.user, tab_id)
-    run = inspected_run(request, tab)
-    ins = inspection(request, tab.document, node_id, run)
-    if not any(n["id"] == node_id for n in ins.doc["nodes"]):
+    tab, run, ins = _node_inspection(request, tab_id, node_id)
+    if ins is None:
         return _gone(request, NODE_GONE)
     return render(request, "inspector/_training.html#live", {
         "tab": tab, "state": _state(request, node_id, run), "inspector": TABS["training"].context(ins)})
