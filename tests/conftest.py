@@ -55,6 +55,17 @@ def user_files_dir(tmp_path, monkeypatch):
     return conf.USER_FILES_DIR
 
 
+@pytest.fixture(scope="session", autouse=True)
+def quick_password_hashing():
+    """The tests make an account or two each: the product's PBKDF2 costs 0.4 s a hash (slow on
+    purpose), MD5 almost nothing. A login, a lockout or a changed password proves the same
+    with either hasher."""
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
 @pytest.fixture
 def student(django_user_model):
     return django_user_model.objects.create_user("ada", password="pw-ada-123")
