@@ -87,3 +87,27 @@ def test_plotly_is_served_from_the_installed_package_to_a_student_only(student_c
     response = student_client.get("/editor/viewer/plotly.min.js")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/javascript")
     assert Client().get("/editor/viewer/plotly.min.js").status_code in (302, 401, 404)
+
+
+def test_auto_layout_stacks_cards_by_their_real_height_so_picture_cards_overlap_nothing(student_client, tab, finished):
+    """FV2: after a run the viewer cards carry tall pictures; Auto layout places every card under
+    the one above it by the height the canvas draws (apps.editor.context.card_heights), so no
+    two cards overlap."""
+    from django.test import RequestFactory
+
+    from apps.editor.canvas import CARD_W, layout
+    from apps.editor.context import card_heights
+
+    state = f"run={finished.pk}"
+    response = student_client.post(f"/editor/{tab.pk}/layout", {"width": "720", "_state": state})
+    assert response.status_code in (200, 302)
+    tab.refresh_from_db()
+    request = RequestFactory().get("/")
+    request.user = finished.owner
+    heights = card_heights(request, tab.document, finished)
+    assert max(heights.values()) > 200          # the scatter card's picture makes it tall
+    cards = layout(tab.document, pictured={}).cards
+    boxes = [(c.x, c.y, c.x + CARD_W, c.y + heights[c.id]) for c in cards]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
