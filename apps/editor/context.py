@@ -61,8 +61,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     query = request.GET.get("q", "")
     statuses = run.nodes if run else {}
     pictures = {} if block or run is None else card_pictures(request, doc, run)
-    heights = {node_id: p.card_h for node_id, p in pictures.items()}
-    canvas = layout(shown, prefs.connection_style, "" if block else tab.active_segment, heights, enabled)
+    canvas = layout(shown, prefs.connection_style, "" if block else tab.active_segment, picture_room(pictures), enabled)
     for card in canvas.cards if not block else ():  # cards inside a block show no run status
         card.status = subgraphs.rolled_up_status(card.id, statuses) if card.type == "Subgraph" else statuses.get(card.id, {})
         card.badge = badge(card.status)
@@ -115,6 +114,18 @@ def card_pictures(request, doc: dict[str, Any], run: Run) -> dict[str, Any]:
     pictures = {n["id"]: card_picture(ins, n) for n in doc["nodes"] if run.nodes.get(n["id"], {}).get("status")
                 in ("completed", "cached") or n["type"] == subgraphs.TYPE}
     return {node_id: p for node_id, p in pictures.items() if p is not None}
+
+
+def picture_room(pictures: dict[str, Any]) -> dict[str, float]:
+    """node id -> the room its picture takes on its card (the picture says: ``card_h``)."""
+    return {node_id: p.card_h for node_id, p in pictures.items()}
+
+
+def card_heights(request, doc: dict[str, Any], run: Run | None) -> dict[str, float]:
+    """node id -> its card's height as the canvas draws it (ports, and the run's picture on
+    it): what Auto layout stacks, so no card overlaps the one under it."""
+    pictures = card_pictures(request, doc, run) if run is not None else {}
+    return {card.id: card.h for card in layout(doc, pictured=picture_room(pictures)).cards}
 
 
 def run_view(run: Run | None) -> RunView | None:
@@ -177,8 +188,13 @@ def side_tabs(current: str, node_panel_shown: bool, cls=None) -> list[dict[str, 
 def inspected_run(request, tab: Tab | None) -> Run | None:
     """The run the page inspects: named in the page's state (a reload starts without one), as
     its recorder knows it now (the row is written at most every 0.25 s)."""
-    run_id = canonical_uuid(request.GET.get("run", ""))
-    if run_id is None or tab is None:
+    return named_run(request, request.GET.get("run", "")) if tab is not None else None
+
+
+def named_run(request, named: str) -> Run | None:
+    """The run a page's state names, if this user may see it, as its recorder knows it now."""
+    run_id = canonical_uuid(named)
+    if run_id is None:
         return None
     run = find_visible(Run.objects, request.user, run_id)
     return service.current(run) if run else None

@@ -70,4 +70,5 @@ urlpatterns = [
     path("<int:tab_id>/training/<path:node_id>/", inspector.training, name="training"),
     path("<int:tab_id>/details/<path:node_id>/", details.node_details, name="node-details"),
     path("<int:tab_id>/viewer/<path:node_id>/", viewers.viewer, name="viewer"),
+    path("<int:tab_id>/viewer-frame/<path:node_id>/", viewers.viewer_frame, name="viewer-frame"),
 ]

@@ -8,6 +8,7 @@ import copy
 import math
 import random
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from . import document, presets, segments
@@ -396,9 +397,12 @@ def set_grid(doc: dict[str, Any], node_id: str, cells: list[str] | None = None, 
 LAYOUT_COLUMN_W, LAYOUT_ROW_H = 10 * GRID, 7 * GRID
 
 
-def auto_layout(doc: dict[str, Any], width: float = 720) -> dict:
+def auto_layout(doc: dict[str, Any], width: float = 720, heights: Mapping[str, float] | None = None) -> dict:
     """Columns by depth along the edges (trigger edges too), rows in document order; columns
-    that do not fit ``width`` (the canvas's, in px) wrap below, as lines of text do."""
+    that do not fit ``width`` (the canvas's, in px) wrap below, as lines of text do.
+    ``heights``: each card's height as the canvas draws it (apps/editor/canvas.layout: ports and
+    the picture a run put on it); a card not named takes CARD_BOX's. A row is at least
+    LAYOUT_ROW_H tall and a taller card pushes the ones under it down, so none overlap."""
     doc = _copy(doc)
     depth = {n["id"]: 0 for n in doc["nodes"]}
     for _ in range(len(depth)):
@@ -410,21 +414,27 @@ def auto_layout(doc: dict[str, Any], width: float = 720) -> dict:
         if not changed:
             break
     per_line = max(1, int((coordinate(width) - GRID - CARD_BOX[0]) // LAYOUT_COLUMN_W) + 1)
-    rows: dict[int, int] = {}
+
+    def room(node: dict[str, Any]) -> float:   # a card's height and a grid cell under it, on the grid
+        h = (heights or {}).get(node["id"], CARD_BOX[1])
+        h = h if isinstance(h, (int, float)) and math.isfinite(h) else CARD_BOX[1]
+        return max(LAYOUT_ROW_H, math.ceil((min(max(h, 0), CANVAS_LIMIT) + GRID) / GRID) * GRID)
+
+    filled: dict[int, float] = {}   # each column's stacked height
     for node in doc["nodes"]:
-        rows[depth[node["id"]]] = rows.get(depth[node["id"]], 0) + 1
-    line_top, top = {}, 0   # the first row of each wrapped line of columns
+        filled[depth[node["id"]]] = filled.get(depth[node["id"]], 0) + room(node)
+    line_top, top = {}, 0.0   # where each wrapped line of columns starts
     for line in range(max(depth.values(), default=0) // per_line + 1):
         line_top[line] = top
-        top += max(rows.get(c, 0) for c in range(line * per_line, (line + 1) * per_line))
-    placed: dict[int, int] = {}
+        top += max(filled.get(c, 0) for c in range(line * per_line, (line + 1) * per_line))
+    placed: dict[int, float] = {}
     for node in doc["nodes"]:
         column = depth[node["id"]]
-        row = placed.get(column, 0)
-        placed[column] = row + 1
         line = column // per_line
+        below = placed.get(column, 0)
+        placed[column] = below + room(node)
         node["position"] = {"x": float(GRID + (column % per_line) * LAYOUT_COLUMN_W),
-                            "y": float(GRID * 2 + (line_top[line] + row) * LAYOUT_ROW_H)}
+                            "y": float(min(GRID * 2 + line_top[line] + below, CANVAS_LIMIT))}
     return doc
 
 

@@ -1,7 +1,7 @@
 """The full-size viewers' pictures (reference §14): the attention heatmap and the embedding
 scatter, as numbers an SVG template places. The cards' inline pictures, the viewers' pages
 without JavaScript and their tests share these builders; the JavaScript viewer
-(static/js/viewers.js, drawn with plotly) follows the same rules on the same captures. No Django.
+(static/js/viewer-frame.js, drawn with plotly) draws what heatmap_data and scatter_data give it. No Django.
 """
 from __future__ import annotations
 
@@ -442,6 +442,66 @@ def scatter(value: Any, labels: Any = None, *, width: float = INLINE_W, height: 
         out.crosshair = [(f"{width / 2 - 8:.1f}", f"{height / 2:.1f}", f"{width / 2 + 8:.1f}", f"{height / 2:.1f}"),
                          (f"{width / 2:.1f}", f"{height / 2 - 8:.1f}", f"{width / 2:.1f}", f"{height / 2 + 8:.1f}")]
     return out
+
+
+# -- what the plotly viewer draws (its frame page's JSON; static/js/viewer-frame.js) ----------
+
+FRAME_HEATMAP_LIMIT = 4096        # elements the JavaScript heatmap viewer draws (reference §14)
+SHORTEN = "Re-run with a shorter sequence."
+
+
+def heatmap_data(value: Any, row_labels: Any = None, col_labels: Any = None, *, mask: bool = False,
+                 colormap: str = DEFAULT_COLORMAP) -> dict[str, Any]:
+    """The heatmap viewer's numbers for plotly, by this module's rules: per panel the colours
+    (row-normalised, or absolute for a mask; a causal pattern's upper cells at 0 and striped)
+    and each cell's tooltip. {"status": ...} instead when there is nothing to draw."""
+    if isinstance(value, torch.Tensor):
+        shown = value.numel() // max(value.shape[0], 1) if value.dim() == 4 else value.numel()   # 4-D: batch 0
+        if shown > FRAME_HEATMAP_LIMIT:
+            return {"status": couldnt_load(f"the weights have {shown:,} numbers, more than {FRAME_HEATMAP_LIMIT:,}. {SHORTEN}")}
+    try:
+        panels, heads = panels_of(value, mask)
+    except ViewerError as exc:
+        return {"status": str(exc)}
+    n_rows, n_cols = panels[0].shape
+    rows = token_labels(row_labels, n_rows, "q")
+    cols = token_labels(col_labels if col_labels else row_labels, n_cols, "k")
+    out: dict[str, Any] = {
+        "kind": "heatmap", "status": "", "what": "mask" if mask else "weights", "heads": heads,
+        "rows": rows, "cols": cols, "labelled": max(n_rows, n_cols) <= LABEL_LIMIT, "seq_len": n_cols,
+        "footer": Heatmap(seq_len=n_cols, row_normalised=not mask).footer, "colormap": colormap_name(colormap),
+        "colormaps": {name: colorscale(name) for name in COLORMAPS}, "panels": [],
+    }
+    for k, m in enumerate(panels):
+        causal = is_causal(1 - m) if mask else is_causal(m)   # a mask marks the blocked cells
+        shade = (absolute(m) if mask else row_normalise(m)).tolist()
+        values = m.tolist()
+        if causal:
+            shade = [[0.0 if j > i else x for j, x in enumerate(row)] for i, row in enumerate(shade)]
+        out["panels"].append({
+            "title": f"h{k}" if heads else "", "causal": causal,
+            "z": [[round(x, 5) for x in row] for row in shade],
+            "tips": [[tooltip(k if heads else None, i, j, values[i][j], rows[i], cols[j]).replace("\n", "<br>")
+                      for j in range(n_cols)] for i in range(n_rows)],
+        })
+    return out
+
+
+def scatter_data(value: Any, labels: Any = None) -> dict[str, Any]:
+    """The scatter viewer's points for plotly: coordinates, each point's name (what the filter
+    matches: its label or #i), its tooltip name (label or "pt N"), and the viewer's numbers."""
+    try:
+        points = points_of(value)
+    except ViewerError as exc:
+        return {"status": str(exc)}
+    names = point_labels(labels, len(points))
+    given = isinstance(labels, (list, tuple)) and len(labels) > 0
+    return {
+        "kind": "scatter", "status": "", "x": [round(p[0], 6) for p in points], "y": [round(p[1], 6) for p in points],
+        "names": names, "tips": [n if given and not n.startswith("#") else f"pt {i}" for i, n in enumerate(names)],
+        "palette": list(PALETTE), "nearest": NEAREST, "zoom_min": ZOOM_MIN, "zoom_max": ZOOM_MAX,
+        "zoom_step": ZOOM_STEP, "fit_share": FIT_SHARE, "no_match": NO_MATCH, "footer": Scatter(count=len(points)).footer,
+    }
 
 
 # -- a viewer page's query (no JavaScript): bounded and validated ----------------------------

@@ -1,10 +1,12 @@
 """The full-size viewers in a real Chromium (issue 17, seed FV1-FV5, reference §14): the attention
-heatmap and the embedding scatter over the canvas, drawn with plotly under the page's
-Content-Security-Policy (any refusal fails the test: conftest), and their pages without
-JavaScript. Screenshots of each at 1366×768 and 1920×1080 go to /tmp/shots-viewers/.
+heatmap and the embedding scatter in a dialog over the canvas, drawn with plotly in the dialog's
+frame page under that page's own Content-Security-Policy (any refusal, in the editor or in the
+frame, fails the test: conftest), and their pages without JavaScript. With
+CODEFYUI_SCREENS=<folder> each viewer leaves screenshots at 1366×768 and 1920×1080 there.
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from tests.e2e.test_walkthrough import Editor
 pytestmark = pytest.mark.e2e
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "attention-viewers.json"
-SHOTS = Path("/tmp/shots-viewers")
+SHOTS = os.environ.get("CODEFYUI_SCREENS", "")
 LABELS = ("Start", "TensorInput", "Edu-MultiHeadAttention", "AttentionHeatmap", "AttentionMask", "EmbeddingScatter")
 FOOTER = re.compile(r"^40 points · (\d+)% · (\d+) hidden$")
 
@@ -43,12 +45,18 @@ def open_and_run(page: Page, js: bool = True) -> Editor:
 
 
 def shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=f"{SHOTS}/viewers-{name}.png")
 
 
 def viewer(page: Page):
     return page.get_by_role("dialog")
+
+
+def inside(page: Page):
+    """The viewer's frame page: plotly draws there, under its own CSP."""
+    return viewer(page).locator("iframe").content_frame
 
 
 def test_fv1_the_cards_have_view_full_and_open_detailed_view(page: Page):
@@ -63,19 +71,26 @@ def test_fv1_the_cards_have_view_full_and_open_detailed_view(page: Page):
 
 
 def test_fv2_fv5_heatmap_viewer_opens_closes_and_survives_the_canvas(page: Page):
-    """FV2, FV5: View full opens the heatmap over the canvas with a panel per head and the
-    footer seq_len = 6 · row-normalised colours; Esc closes it; it survives an Auto layout (the
-    editor re-rendered under it), a canvas zoom and a scroll; × and a click outside close it."""
+    """FV2, FV5: View full opens the heatmap over the canvas with a plotly panel per head, a
+    tooltip with the value and the token pair, the footer seq_len = 6 · row-normalised colours;
+    Esc closes it (also with the focus inside the viewer's frame); it survives an Auto layout
+    (the editor re-rendered under it), a canvas zoom and a scroll; × and a click outside close it."""
     editor = open_and_run(page)
     page.set_viewport_size(SCREENS["1920x1080"])
     editor.card("Edu-MultiHeadAttention").get_by_role("link", name="View full").click()
-    dialog = viewer(page)
+    dialog, frame = viewer(page), inside(page)
     expect(dialog).to_be_visible()
-    expect(dialog.get_by_text("seq_len = 6 · row-normalised colours")).to_be_visible()
-    expect(dialog.get_by_role("img", name=re.compile(r"^h0: attention weights"))).to_be_visible()
-    expect(dialog.get_by_role("img", name=re.compile(r"^h1: attention weights"))).to_be_visible()
-    expect(dialog.get_by_text("click outside or press Esc to close")).to_be_visible()
-    shot(page, "heatmap-viewer-js-1920x1080")
+    expect(frame.get_by_text("seq_len = 6 · row-normalised colours")).to_be_visible()
+    h0 = frame.get_by_role("img", name=re.compile(r"^h0: attention weights"))
+    expect(h0).to_be_visible()
+    expect(frame.get_by_role("img", name=re.compile(r"^h1: attention weights"))).to_be_visible()
+    expect(frame.get_by_text("click outside or press Esc to close")).to_be_visible()
+    h0.locator(".nsewdrag").hover()   # FALLBACK: plotly's plot area has no role; the middle cell's tooltip
+    expect(frame.get_by_text(re.compile(r"^head 0 · w\[\d, \d\] = \d\.\d{3}$"))).to_be_visible()
+    frame.get_by_label("Colormap").select_option("RdBu")
+    expect(frame.get_by_label("Colormap")).to_have_value("RdBu")
+    shot(page, "heatmap-js-1920x1080")
+    frame.get_by_text("seq_len = 6 · row-normalised colours").click()   # the focus inside the frame
     page.keyboard.press("Escape")
     expect(dialog).to_have_count(0)
     # zoom and scroll the canvas, then the viewer again: full size, above everything
@@ -85,24 +100,28 @@ def test_fv2_fv5_heatmap_viewer_opens_closes_and_survives_the_canvas(page: Page)
     page.keyboard.up("Control")
     page.mouse.wheel(0, 300)
     editor.card("AttentionHeatmap").get_by_role("link", name="View full").click()
-    expect(dialog.get_by_text("seq_len = 6 · row-normalised colours")).to_be_visible()
+    expect(frame.get_by_text("seq_len = 6 · row-normalised colours")).to_be_visible()
     box = dialog.bounding_box()
     assert box["width"] > 0.9 * 1920 and box["height"] > 0.9 * 1080
     page.mouse.click(5, 5)            # outside: on the backdrop
     expect(dialog).to_have_count(0)
     editor.card("AttentionMask").get_by_role("link", name="View full").click()
-    expect(dialog.get_by_text(re.compile(r"^seq_len = 6$"))).to_be_visible()   # a mask: absolute colours
+    expect(frame.get_by_text(re.compile(r"^seq_len = 6$"))).to_be_visible()   # a mask: absolute colours
     page.set_viewport_size(SCREENS["1366x768"])
-    shot(page, "mask-viewer-js-1366x768")
+    shot(page, "mask-js-1366x768")
     dialog.get_by_role("button", name="Close viewer").click()
     expect(dialog).to_have_count(0)
     page.set_viewport_size(SCREENS["1920x1080"])
     editor.card("Edu-MultiHeadAttention").get_by_role("link", name="View full").click()
-    expect(dialog.get_by_text("seq_len = 6 · row-normalised colours")).to_be_visible()
+    expect(frame.get_by_text("seq_len = 6 · row-normalised colours")).to_be_visible()
+    page.keyboard.press("Escape")     # the focus on the editor's side of the dialog
+    expect(dialog).to_have_count(0)
+    editor.card("Edu-MultiHeadAttention").get_by_role("link", name="View full").click()
+    expect(frame.get_by_text("seq_len = 6 · row-normalised colours")).to_be_visible()
     page.keyboard.press("Shift+L")    # Auto layout: #editor is swapped under the viewer
     page.wait_for_function("() => !document.querySelector('.htmx-request')")
     expect(dialog).to_be_visible()
-    expect(dialog.get_by_role("img", name=re.compile(r"^h1: attention weights"))).to_be_visible()
+    expect(frame.get_by_role("img", name=re.compile(r"^h1: attention weights"))).to_be_visible()
     page.keyboard.press("Escape")
     expect(dialog).to_have_count(0)
 
@@ -110,46 +129,48 @@ def test_fv2_fv5_heatmap_viewer_opens_closes_and_survives_the_canvas(page: Page)
 def test_fv3_fv4_scatter_viewer(page: Page):
     """FV3, FV4: the scatter viewer lists the 60 nearest (here all 40) under Nearest to view
     centre, filters them, centres on a clicked label, hides and shows a point with its eye and
-    brings every point back with Show all; drag pans (the list follows), the wheel and the
-    zoom buttons zoom, reset fits; the footer counts points, zoom and hidden ones."""
+    brings every point back with Show all; a drag pans in plotly (the list follows, through
+    plotly's relayout event), the wheel and the zoom buttons zoom, reset fits; the footer counts
+    points, zoom and hidden ones; Esc in the frame closes it."""
     editor = open_and_run(page)
     page.set_viewport_size(SCREENS["1920x1080"])
     card = editor.card("EmbeddingScatter")
     card.get_by_role("img", name="Embedding scatter of 40 points").dblclick()   # a double-click opens it too
-    dialog = viewer(page)
-    side = dialog.get_by_role("complementary", name="Nearest to view centre")
+    dialog, frame = viewer(page), inside(page)
+    side = frame.get_by_role("complementary", name="Nearest to view centre")
     expect(side.get_by_role("heading", name="Nearest to view centre")).to_be_visible()
     rows = side.get_by_role("listitem")
     expect(rows).to_have_count(40)
-    footer = dialog.get_by_text(FOOTER)
+    footer = frame.get_by_text(FOOTER)
     expect(footer).to_have_text("40 points · 100% · 0 hidden")
-    shot(page, "scatter-viewer-js-1920x1080")
+    shot(page, "scatter-js-1920x1080")
     first_before = rows.first.get_by_role("button").first.inner_text()
 
-    plot = dialog.locator("[data-plot=scatter]")   # FALLBACK: plotly's plot has no role
+    plot = frame.locator("[data-plot=scatter]")   # FALLBACK: plotly's plot has no role
     box = plot.bounding_box()
-    page.mouse.move(box["x"] + 20, box["y"] + 20)
+    page.mouse.move(box["x"] + 40, box["y"] + 40)
     page.mouse.down()
-    page.mouse.move(box["x"] + box["width"] - 20, box["y"] + box["height"] - 20, steps=6)
+    page.mouse.move(box["x"] + box["width"] - 40, box["y"] + box["height"] - 40, steps=8)
     page.mouse.up()
     expect(rows.first.get_by_role("button").first).not_to_have_text(first_before)   # the nearest follow the pan
+    expect(footer).to_have_text("40 points · 100% · 0 hidden")                      # a pan keeps the zoom
 
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.wheel(0, -400)
     expect(footer).not_to_have_text("40 points · 100% · 0 hidden")
     zoomed = int(FOOTER.match(footer.inner_text()).group(1))
     assert zoomed > 100
-    dialog.get_by_role("button", name="Reset view").click()
+    frame.get_by_role("button", name="Reset view").click()
     expect(footer).to_have_text("40 points · 100% · 0 hidden")
-    dialog.get_by_role("button", name="Zoom in").click()
+    frame.get_by_role("button", name="Zoom in").click()
     expect(footer).to_have_text("40 points · 140% · 0 hidden")
-    dialog.get_by_role("button", name="Zoom out").click()
-    dialog.get_by_role("button", name="Zoom out").click()
+    frame.get_by_role("button", name="Zoom out").click()
+    frame.get_by_role("button", name="Zoom out").click()
     expect(footer).to_have_text("40 points · 71% · 0 hidden")
     for _ in range(8):
-        dialog.get_by_role("button", name="Zoom out").click()
+        frame.get_by_role("button", name="Zoom out").click()
     expect(footer).to_have_text("40 points · 25% · 0 hidden")   # clamped at 25 %
-    dialog.get_by_role("button", name="Reset view").click()
+    frame.get_by_role("button", name="Reset view").click()
 
     side.get_by_role("searchbox", name="Filter labels…").fill("#1")
     expect(rows).to_have_count(11)      # #1, #10 ... #19
@@ -173,25 +194,52 @@ def test_fv3_fv4_scatter_viewer(page: Page):
     side.get_by_role("button", name="Show all").click()
     expect(footer).to_have_text("40 points · 100% · 0 hidden")
     expect(side.get_by_role("button", name="Show all")).to_be_hidden()
+    side.get_by_role("searchbox", name="Filter labels…").focus()   # the focus inside the frame
     page.keyboard.press("Escape")
     expect(dialog).to_have_count(0)
     page.set_viewport_size(SCREENS["1366x768"])
     card.get_by_role("link", name="Open detailed view").click()
     expect(footer).to_have_text("40 points · 100% · 0 hidden")
-    shot(page, "scatter-viewer-js-1366x768")
+    expect(rows).to_have_count(40)
+    shot(page, "scatter-js-1366x768")
 
 
 def test_the_cards_and_viewers_look_right_at_both_screen_sizes(page: Page):
-    """(no checklist id) Screenshots of the cards at both sizes, for a person to look at."""
+    """(no checklist id) Screenshots of the cards and each viewer at both sizes, for a person to look at."""
     editor = open_and_run(page)
     for size in SCREENS:
         page.set_viewport_size(SCREENS[size])
         editor.card("AttentionHeatmap").scroll_into_view_if_needed()
         shot(page, f"cards-js-{size}")
         editor.card("Edu-MultiHeadAttention").get_by_role("link", name="View full").click()
-        expect(viewer(page).get_by_text("seq_len = 6 · row-normalised colours")).to_be_visible()
-        shot(page, f"heatmap-viewer-js-{size}")
+        expect(inside(page).get_by_text("seq_len = 6 · row-normalised colours")).to_be_visible()
+        expect(inside(page).get_by_role("img", name=re.compile(r"^h1: ")).locator(".main-svg").first).to_be_visible()
+        shot(page, f"heatmap-js-{size}")
         page.keyboard.press("Escape")
+        editor.card("EmbeddingScatter").get_by_role("link", name="Open detailed view").click()
+        expect(inside(page).get_by_text("40 points · 100% · 0 hidden")).to_be_visible()
+        expect(inside(page).get_by_role("complementary", name="Nearest to view centre").get_by_role("listitem")).to_have_count(40)
+        shot(page, f"scatter-js-{size}")
+        page.keyboard.press("Escape")
+        expect(viewer(page)).to_have_count(0)
+
+
+def test_the_viewers_say_when_their_run_is_gone(page: Page):
+    """The statuses for a run no longer available: the run is deleted behind the page's back,
+    then the cards' buttons (still on the page) open viewers that say so."""
+    editor = open_and_run(page)
+    link = editor.card("EmbeddingScatter").get_by_role("link", name="Open detailed view")
+    run_id = re.search(r"run=([0-9a-f-]+)", link.get_attribute("href")).group(1)
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    assert page.request.post(f"/editor/runs/{run_id}/delete", headers={"X-CSRFToken": token}).ok
+    link.click()
+    expect(inside(page).get_by_role("status")).to_have_text("Cannot load: this run is no longer available.")
+    page.keyboard.press("Escape")
+    editor.card("AttentionHeatmap").get_by_role("link", name="View full").click()
+    expect(inside(page).get_by_role("status")).to_have_text("Cannot fetch: run is no longer available.")
+    inside(page).get_by_role("status").click()
+    page.keyboard.press("Escape")     # the frame without plotly still closes on Esc
+    expect(viewer(page)).to_have_count(0)
 
 
 def test_the_viewers_without_javascript_are_pages_of_their_own(nojs_page: Page):
@@ -207,7 +255,7 @@ def test_the_viewers_without_javascript_are_pages_of_their_own(nojs_page: Page):
     expect(page.get_by_role("img", name=re.compile(r"^Attention weights, 2 heads"))).to_be_visible()
     for size in SCREENS:
         page.set_viewport_size(SCREENS[size])
-        shot(page, f"heatmap-viewer-nojs-{size}")
+        shot(page, f"heatmap-nojs-{size}")
     page.get_by_label("Colormap").select_option("RdBu")
     page.get_by_role("button", name="Show").click()
     expect(page.get_by_label("Colormap")).to_have_value("RdBu")
@@ -219,7 +267,7 @@ def test_the_viewers_without_javascript_are_pages_of_their_own(nojs_page: Page):
     expect(page.get_by_text("40 points · 100% · 0 hidden")).to_be_visible()
     for size in SCREENS:
         page.set_viewport_size(SCREENS[size])
-        shot(page, f"scatter-viewer-nojs-{size}")
+        shot(page, f"scatter-nojs-{size}")
     page.get_by_role("link", name="Zoom in").click()
     expect(page.get_by_text("40 points · 140% · 0 hidden")).to_be_visible()
     first = rows.first.get_by_role("link").first.inner_text()

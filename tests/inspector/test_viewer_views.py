@@ -87,3 +87,97 @@ def test_plotly_is_served_from_the_installed_package_to_a_student_only(student_c
     response = student_client.get("/editor/viewer/plotly.min.js")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/javascript")
     assert Client().get("/editor/viewer/plotly.min.js").status_code in (302, 401, 404)
+
+
+def test_auto_layout_stacks_cards_by_their_real_height_so_picture_cards_overlap_nothing(student_client, tab, finished):
+    """FV2: after a run the viewer cards carry tall pictures; Auto layout places every card under
+    the one above it by the height the canvas draws (apps.editor.context.card_heights), so no
+    two cards overlap."""
+    from django.test import RequestFactory
+
+    from apps.editor.canvas import CARD_W, layout
+    from apps.editor.context import card_heights
+
+    state = f"run={finished.pk}"
+    response = student_client.post(f"/editor/{tab.pk}/layout", {"width": "720", "_state": state})
+    assert response.status_code in (200, 302)
+    tab.refresh_from_db()
+    request = RequestFactory().get("/")
+    request.user = finished.owner
+    heights = card_heights(request, tab.document, finished)
+    assert max(heights.values()) > 200          # the scatter card's picture makes it tall
+    cards = layout(tab.document, pictured={}).cards
+    boxes = [(c.x, c.y, c.x + CARD_W, c.y + heights[c.id]) for c in cards]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
+
+
+def frame_data(body: str) -> dict:
+    import json
+
+    found = re.search(r'<script id="viewer-data" type="application/json">(.*?)</script>', body, re.S)
+    assert found, "the frame page carries its numbers as JSON"
+    return json.loads(found.group(1))
+
+
+def test_fv3_fv5_the_frame_pages_carry_the_viewers_numbers_and_load_plotly(student_client, tab, finished):
+    """FV5, FV3: the frame page the editor's dialog holds: the heatmap's per-head colours and
+    tooltips, its footer; the scatter's points and names; plotly.min.js and the drawing script."""
+    heat = student_client.get(f"/editor/{tab.pk}/viewer-frame/mha/?run={finished.pk}")
+    assert heat.status_code == 200
+    body = heat.content.decode()
+    data = frame_data(body)
+    assert data["footer"] == "seq_len = 6 · row-normalised colours" and [p["title"] for p in data["panels"]] == ["h0", "h1"]
+    assert data["colormap"] == "viridis" and set(data["colormaps"]) == {"viridis", "blues", "RdBu"}
+    assert "<br>" in data["panels"][0]["tips"][0][1] and data["panels"][0]["tips"][0][1].startswith("head 0 · w[0, 1] = ")
+    assert '<script src="/editor/viewer/plotly.min.js"></script>' in body and "js/viewer-frame.js" in body
+    assert frame_data(student_client.get(f"/editor/{tab.pk}/viewer-frame/mask/?run={finished.pk}").content.decode())["footer"] == "seq_len = 6"
+    scatter = frame_data(student_client.get(f"/editor/{tab.pk}/viewer-frame/scatter/?run={finished.pk}").content.decode())
+    assert len(scatter["x"]) == 40 and scatter["footer"] == "40 points · 100% · 0 hidden" and scatter["nearest"] == 60
+
+
+def test_only_the_frame_page_relaxes_the_csp_as_plotly_needs(student_client, tab, finished):
+    """The editor's own pages keep the strict policy (no 'unsafe-inline', no data: images, not
+    framable); the frame page alone lets plotly write style attributes, fill empty <style>
+    elements and draw data: images, and may be framed by this site only. No eval anywhere."""
+    def policy(response) -> dict[str, str]:
+        return {part.split()[0]: part.strip() for part in response["Content-Security-Policy"].split(";") if part.strip()}
+
+    editor = policy(student_client.get(f"/editor/{tab.pk}/?run={finished.pk}"))
+    assert "unsafe-inline" not in str(editor) and "data:" not in str(editor) and "style-src-attr" not in editor
+    assert editor["frame-ancestors"] == "frame-ancestors 'none'"
+    page = policy(student_client.get(f"/editor/{tab.pk}/viewer/mha/?run={finished.pk}"))   # the no-JS page: strict too
+    assert "unsafe-inline" not in str(page) and "data:" not in str(page)
+    response = student_client.get(f"/editor/{tab.pk}/viewer-frame/mha/?run={finished.pk}")
+    frame = policy(response)
+    assert frame["style-src-attr"] == "style-src-attr 'unsafe-inline'"
+    assert frame["style-src-elem"] == "style-src-elem 'self' 'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='"
+    assert frame["img-src"] == "img-src 'self' data:" and frame["frame-ancestors"] == "frame-ancestors 'self'"
+    assert frame["script-src"] == "script-src 'self'" and frame["style-src"] == "style-src 'self'"
+    assert "unsafe-eval" not in response["Content-Security-Policy"] and response["X-Frame-Options"] == "SAMEORIGIN"
+    assert not re.search(r"<script(?![^>]*\bsrc=)(?![^>]*application/json)[^>]*>", response.content.decode())
+
+
+def test_the_frame_page_is_the_owners_and_says_when_its_run_is_gone(student_client, stranger, tab, finished):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(stranger)
+    assert client.get(f"/editor/{tab.pk}/viewer-frame/scatter/?run={finished.pk}").status_code == 404
+    assert student_client.get(f"/editor/{tab.pk}/viewer-frame/tokens/?run={finished.pk}").status_code == 404
+    get_store().drop_run(str(finished.pk))
+    heat = get(student_client, f"/editor/{tab.pk}/viewer-frame/mha/?run={finished.pk}")
+    assert "Cannot fetch: run is no longer available." in heat and "plotly.min.js" not in heat
+    assert "Cannot load: this run is no longer available." in get(
+        student_client, f"/editor/{tab.pk}/viewer-frame/scatter/?run={finished.pk}")
+
+
+def test_plotlys_map_style_is_forestalled_on_the_frame_page(student_client, tab, finished):
+    """plotly's bundled map library writes a <style> at load unless an element of its id is
+    there: the frame page puts one (read from the installed bundle; an upgrade that moves it
+    fails here, not as a refusal in a student's browser)."""
+    from apps.editor.views.viewers import plotly_map_style_id
+
+    assert re.fullmatch(r"[0-9a-f]{32,64}", plotly_map_style_id())
+    assert f'id="{plotly_map_style_id()}"' in get(student_client, f"/editor/{tab.pk}/viewer-frame/mha/?run={finished.pk}")

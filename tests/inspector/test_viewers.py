@@ -57,3 +57,20 @@ def test_fv4_zoom_is_clamped_between_25_and_50000_percent_and_the_query_is_bound
     s = v.scatter(torch.tensor([[0.0, 0.0], [1.0, 1.0]]), ["a", "b"], inline=False, hidden=frozenset({1}), width=400, height=300)
     assert s.footer == "2 points · 100% · 1 hidden" and [d.index for d in s.dots] == [0]
     assert v.scatter(torch.zeros(3000, 2)).message == v.SCATTER_TOO_MANY
+
+
+def test_fv5_the_plotly_viewers_numbers_follow_the_same_rules():
+    """FV5: heatmap_data gives each row on its own scale (a mask absolute), a causal pattern's
+    upper cells at 0 and marked causal, tooltips with the token pair; past 4096 numbers it says
+    so; scatter_data names unlabelled points #i (tooltip pt N)."""
+    causal = torch.tril(torch.ones(3, 3)) / torch.arange(1, 4.0).reshape(3, 1)
+    data = v.heatmap_data(causal, ["a", "b", "c"])
+    panel = data["panels"][0]
+    assert panel["causal"] and panel["z"][0][1] == 0 and panel["z"][1] == [0.5, 0.5, 0.0]
+    assert panel["tips"][2][0] == "w[2, 0] = 0.333<br>c → a" and data["footer"] == "seq_len = 3 · row-normalised colours"
+    assert v.heatmap_data(torch.eye(2), mask=True)["footer"] == "seq_len = 2"
+    assert v.heatmap_data(torch.ones(2, 65, 64))["status"].startswith("Couldn't load: the weights have 8,320 numbers")
+    assert v.heatmap_data("text")["status"] == "Expected tensor, got string"
+    points = v.scatter_data(torch.tensor([[0.0, 1.0], [2.0, 3.0]]), ["cat"])
+    assert points["names"] == ["cat", "#1"] and points["tips"] == ["cat", "pt 1"] and points["footer"] == "2 points · 100% · 0 hidden"
+    assert v.scatter_data(torch.zeros(0, 2))["status"] == "No points to display"

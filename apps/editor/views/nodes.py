@@ -9,6 +9,7 @@ from apps.graphs import edits, subgraphs
 from apps.graphs.models import PackSwitch
 from apps.graphs.nodes.packs import missing_pack
 
+from ..context import card_heights, named_run
 from ..prefs import Prefs
 from ..state import PageState
 from .page import apply_edit, posted_number, posted_params
@@ -63,7 +64,8 @@ def nodes_delete(request: HttpRequest, tab_id: int) -> HttpResponse:
 @require_POST
 def layout(request: HttpRequest, tab_id: int) -> HttpResponse:
     width = posted_number(request, "width", 720)  # the canvas's width: the script sends it, 720 px fits a laptop
-    return apply_edit(request, tab_id, lambda doc: edits.auto_layout(doc, width))
+    run = named_run(request, PageState.posted(request).run)  # its pictures make cards taller
+    return apply_edit(request, tab_id, lambda doc: edits.auto_layout(doc, width, card_heights(request, doc, run)))
 
 
 @require_POST

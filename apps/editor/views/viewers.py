@@ -3,12 +3,16 @@
 Without JavaScript a viewer is a page of its own: a large server-rendered picture, the scatter's
 60 nearest labels and its filter as a GET form, pan and zoom as links (every number read from
 the query is bounded, apps.inspector.viewers.view_query). With JavaScript the card's button opens
-the same viewer over the canvas (static/js/viewers.js, drawn with plotly), which reads the run's
-captures through the outputs JSON API; plotly is served here from the installed plotly package
-(never committed), and only a page that opens a viewer loads it.
+a dialog over the canvas (static/js/viewers.js) holding an <iframe> of the viewer's frame page
+(viewer_frame): the captured numbers as JSON in the page, plotly.min.js (served here from the
+installed plotly package, never committed) and static/js/viewer-frame.js, which draws them.
+Only that frame page's response relaxes the Content-Security-Policy, as plotly needs
+(FRAME_CSP); the editor's own pages keep the strict one.
 """
 from __future__ import annotations
 
+import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +20,10 @@ import plotly
 import torch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from csp.constants import SELF
+from csp.decorators import csp_replace, csp_update
 from django.views.decorators.cache import cache_control
+from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
 from apps.graphs import document, edits
@@ -34,6 +41,14 @@ PLOTLY = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 PAGE_W, PAGE_H = 960, 600           # the no-JS scatter's plot
 PAGE_PANEL_SHARE = 900              # px of a no-JS heatmap row the panels share
 
+# What plotly 4 needs, on the frame page alone: it writes style attributes (d3), draws a
+# heatmap as a data: image, and creates empty <style> elements that it fills through the CSSOM
+# (the hash is the empty string's: no style text may come with them). No eval: the SVG traces
+# it draws here use none.
+EMPTY_STYLE = "'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='"
+FRAME_CSP = {"style-src-elem": [SELF, EMPTY_STYLE], "style-src-attr": ["'unsafe-inline'"], "img-src": [SELF, "data:"]}
+FRAME_ANCESTORS = {"frame-ancestors": [SELF]}   # the editor's dialog frames it; no other site may
+
 
 @require_GET
 @cache_control(private=True, max_age=7 * 24 * 3600)
@@ -44,6 +59,18 @@ def plotly_js(request: HttpRequest) -> HttpResponse:
     response = HttpResponse(PLOTLY.read_bytes(), content_type="text/javascript; charset=utf-8")
     response["X-Plotly-Version"] = plotly.__version__
     return response
+
+
+@cache
+def plotly_map_style_id() -> str:
+    """The id of the <style> plotly's bundled map library writes at load (its own stylesheet, text
+    the CSP refuses) unless an element of that id is already there: the frame page puts one, as
+    no viewer draws a map. "" when the installed bundle has none."""
+    if not PLOTLY.is_file():
+        return ""
+    found = re.search(rb'getElementById\("([0-9a-f]{32,64})"\)\)\{var \w+=document\.createElement\("style"\)',
+                      PLOTLY.read_bytes())
+    return found.group(1).decode() if found else ""
 
 
 def _node(tab: Tab, node_id: str) -> tuple[dict[str, Any], v.ViewerSpec]:
@@ -86,18 +113,45 @@ def _labels(ins, node_id: str, port: str) -> list | None:
     return list(found) if isinstance(found, (list, tuple)) else None
 
 
-@require_GET
-def viewer(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+def _captured(request: HttpRequest, tab_id: int, node_id: str):
+    """The viewer's node (owner-checked: a stranger gets 404), its spec, the inspection, and the
+    captured value or the status that says why there is none."""
     tab = get_visible(Tab.objects, request.user, tab_id)
     node, spec = _node(tab, node_id)
     run = inspected_run(request, tab)
     ins = inspection(request, tab.document, node_id, run)
+    gone = v.SCATTER_GONE if spec.kind == "scatter" else v.GONE
+    value, status = _value(ins, run, node_id, spec.port, gone)
+    return tab, node, spec, ins, value, status
+
+
+@require_GET
+@xframe_options_sameorigin
+@csp_update(FRAME_CSP)
+@csp_replace(FRAME_ANCESTORS)
+def viewer_frame(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    """The viewer the editor's dialog frames: the numbers as JSON (json_script) and plotly."""
+    tab, node, spec, ins, value, status = _captured(request, tab_id, node_id)
+    if status:
+        data: dict[str, Any] = {"status": status}
+    elif spec.kind == "scatter":
+        data = v.scatter_data(value, _labels(ins, node_id, spec.rows))
+    else:
+        colormap = v.colormap_name(request.GET.get("colormap") or edits.params_of(node).get("colormap"))
+        data = v.heatmap_data(value, _labels(ins, node_id, spec.rows), _labels(ins, node_id, spec.cols),
+                              mask=spec.mask, colormap=colormap)
+    return render(request, "inspector/viewers/frame.html", {
+        "spec": spec, "label": document.node_label(node), "data": data, "map_style_id": plotly_map_style_id(),
+        "close_hint": v.CLOSE_HINT, "scatter_hint": v.SCATTER_HINT})
+
+
+@require_GET
+def viewer(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
+    tab, node, spec, ins, value, status = _captured(request, tab_id, node_id)
     state = PageState.of(request).but(node="", view="", panel="", inside="")
     context: dict[str, Any] = {"tab": tab, "state": state, "spec": spec, "node_id": node_id,
                                "label": document.node_label(node),
                                "back": state.url(f"/editor/{tab.pk}/", node=node_id)}
-    gone = v.SCATTER_GONE if spec.kind == "scatter" else v.GONE
-    value, status = _value(ins, run, node_id, spec.port, gone)
     if spec.kind == "scatter":
         context.update(_scatter_context(request, state, value, _labels(ins, node_id, spec.rows), status))
     else:
