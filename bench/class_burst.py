@@ -65,8 +65,9 @@ class Client:
         return self
 
     async def call(self, method: str, path: str, body: bytes = b"") -> tuple[int, dict]:
+        typed = "Content-Type: application/json\r\n" if body else ""  # as an HTTP client sends it
         self.writer.write(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {self.token}\r\n"
-                          f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+                          f"{typed}Content-Length: {len(body)}\r\n\r\n".encode() + body)
         head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
         length = next(int(h.split(":", 1)[1]) for h in head if h.lower().startswith("content-length:"))
         return int(head[0].split()[1]), json.loads(await self.reader.readexactly(length))
