@@ -65,8 +65,9 @@ class Client:
         return self
 
     async def call(self, method: str, path: str, body: bytes = b"") -> tuple[int, dict]:
+        typed = "Content-Type: application/json\r\n" if body else ""  # as an HTTP client sends it
         self.writer.write(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {self.token}\r\n"
-                          f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+                          f"{typed}Content-Length: {len(body)}\r\n\r\n".encode() + body)
         head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
         length = next(int(h.split(":", 1)[1]) for h in head if h.lower().startswith("content-length:"))
         return int(head[0].split()[1]), json.loads(await self.reader.readexactly(length))
@@ -92,12 +93,20 @@ def start_server(var: Path, env: dict) -> tuple[subprocess.Popen, int]:
     server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                                "codefyui.asgi:application"], cwd=ROOT, env=env,
                               stdout=open(var / "daphne.log", "wb"), stderr=subprocess.STDOUT)
-    if os.environ.get("BENCH_PYSPY"):  # e.g. BENCH_PYSPY=/path/to/py-spy: collapsed stacks of the server process
-        stacks = var / "server.txt"
-        subprocess.Popen([os.environ["BENCH_PYSPY"], "record", "-f", "raw", "-o", str(stacks), "-r", "250",
-                          "--threads", "--gil", "-p", str(server.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        print(f"py-spy writes {stacks} (collapsed stacks)")
     return server, port
+
+
+def profiler(server: subprocess.Popen, var: Path) -> subprocess.Popen | None:
+    """With BENCH_PYSPY=/path/to/py-spy: py-spy samples the server and its run workers while
+    the bursts run (GIL holders only, so the samples are CPU), into var/server.txt as
+    collapsed stacks; stopped with SIGINT before the server's shutdown."""
+    if not os.environ.get("BENCH_PYSPY"):
+        return None
+    stacks = var / "server.txt"
+    print(f"py-spy writes {stacks} (collapsed stacks)")
+    return subprocess.Popen([os.environ["BENCH_PYSPY"], "record", "-f", "raw", "-o", str(stacks), "-r", "1000",
+                             "--threads", "--gil", "--subprocesses", "-p", str(server.pid)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def accounts(env: dict, count: int) -> list[str]:
@@ -173,12 +182,16 @@ def main() -> None:
         workers = asyncio.run(healthy(port, tokens[-1]))
         # One run each of a warm-up student: every worker has run the nodes once.
         asyncio.run(burst(port, tokens[-2:], cnn, {"seed": None}))
+        spy = profiler(server, var)
         figures = {}
         for name, options, group in (("unseeded", {"seed": None}, tokens[:n]), ("seeded", {"seed": 42}, tokens[n:2 * n])):
             before = cpu_ms(server.pid)
             times = asyncio.run(burst(port, group, cnn, options))
             figures[name] = (statistics.median(times), percentile(times, 0.95), spent(before, cpu_ms(server.pid), n))
         alone, alone_cpu = asyncio.run(one_by_one(server.pid, port, tokens[-1], walkthrough))
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(30)
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(30)

@@ -3,14 +3,48 @@ in AUTHENTICATION_BACKENDS, so codefyui.api asks ``authenticate(request, api_tok
 and knows nothing of how tokens are kept."""
 from __future__ import annotations
 
+import copy
+import time
+
+from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
+from django.db.models.signals import post_delete, post_save
 
 from .models import ApiToken
+
+REMEMBER_S = 10.0   # how long a token's user is remembered in this process
+REMEMBER_MAX = 4096  # tokens remembered at once (a school's accounts; past it, start afresh)
+
+# digest -> (user, monotonic time it was read). A script that waits on its runs makes two
+# requests a run, and the token's lookup was most of a small request's cost. Any change to a
+# token or a user forgets everything in this process at once; another server process reads
+# the change within REMEMBER_S.
+_remembered: dict[str, tuple[object, float]] = {}
+
+
+def forget_tokens(**_) -> None:
+    _remembered.clear()
+
+
+for _sender in (ApiToken, get_user_model()):  # a token replaced or deleted, a user changed or deleted
+    post_save.connect(forget_tokens, sender=_sender, weak=False)
+    post_delete.connect(forget_tokens, sender=_sender, weak=False)
 
 
 class ApiTokenBackend(ModelBackend):
     def authenticate(self, request, api_token: str | None = None):
         if not api_token:
             return None
-        token = ApiToken.objects.select_related("user").filter(digest=ApiToken.hash(api_token)).first()
-        return token.user if token and self.user_can_authenticate(token.user) else None
+        digest = ApiToken.hash(api_token)
+        user, read_at = _remembered.get(digest, (None, 0.0))
+        if user is None or time.monotonic() - read_at > REMEMBER_S:
+            token = ApiToken.objects.select_related("user").filter(digest=digest).first()
+            if token is None or not self.user_can_authenticate(token.user):
+                _remembered.pop(digest, None)
+                return None
+            if len(_remembered) >= REMEMBER_MAX:
+                _remembered.clear()
+            user = token.user
+            _remembered[digest] = (user, time.monotonic())
+        return copy.copy(user)  # each request its own instance: views may set attributes on it
+

@@ -237,8 +237,9 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
     ``weights_scope`` names whose kept layers Persist weights between runs reuses."""
     options = run_options(doc, overrides)
     planned = plan(doc, PackSwitch.enabled_packs())
-    scripts = ScriptNodes.on()
-    if not scripts and (named := [n.label for n in planned.nodes.values() if n.cls.script]):
+    named = [n.label for n in planned.nodes.values() if n.cls.script]
+    scripts = bool(named) and ScriptNodes.on()  # the switch is read only for a graph that needs it
+    if named and not scripts:
         raise RunRefused([f"{SCRIPTS_OFF} Until then this graph cannot run: {', '.join(named)} is a script node."])
     limit = conf.MAX_QUEUED_RUNS_PER_USER
     if _runs.queue.count(user.pk) >= limit:
@@ -350,9 +351,9 @@ def wait_for(run_id, timeout: float = 30.0) -> Run:
 
 class _Recorder:
     """Engine events -> the Run row, then the listeners. Statuses and log rows are kept here
-    and written in batches: at once when the run starts and ends, otherwise at most every
-    0.25 s (a flusher writes what a quiet stretch left), so an event costs O(1) whatever
-    the graph's size. Readers that need the newest state use ``overlay``."""
+    and written in batches: at once when the run ends, otherwise at most every 0.25 s (a
+    flusher writes what a quiet stretch left), so an event costs O(1) whatever the graph's
+    size and a short run costs one write. Readers that need the newest state use ``overlay``."""
 
     EVERY_S = 0.25
 
@@ -387,7 +388,8 @@ class _Recorder:
         if event.kind == ev.RUN_STARTED:
             self.fields.update(status=Run.Status.RUNNING, started=timezone.now(),
                                device=(event.data or {}).get("device", ""))
-            return True
+            self._dirty = True
+            return False
         if event.kind in ev.TERMINAL_STATUS:
             self.fields.update(status=ev.TERMINAL_STATUS[event.kind], error=event.error or "",
                                finished=timezone.now())

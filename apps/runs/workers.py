@@ -84,10 +84,7 @@ class _JobCache:
         return self._hits.get(key)
 
     def put(self, key: str, outputs: dict[str, Any], logs: list[str]) -> None:
-        try:
-            self._send("cache", key, outputs, list(logs))
-        except Exception:  # an output that cannot cross (not picklable) is simply not cached
-            log.debug("a cache entry could not be sent", exc_info=True)
+        self._send("cache", key, outputs, list(logs))
 
 
 class _CaptureSink(CaptureStore):
@@ -108,22 +105,10 @@ class _CaptureSink(CaptureStore):
         self.put_many(run_id, [(node_id, port, value)])
 
     def put_many(self, run_id: str, items: list[tuple[str, str, Any]]) -> None:
-        """One message for all of them (a node's ports, a run's gradients): each message costs
-        both ends a few system calls and a wake-up."""
         if self._unrecorded.is_set():
             self._send("refused", [(node_id, port) for node_id, port, _ in items])
-            return
-        try:
+        else:
             self._send("captures", [(node_id, port, freeze(value)) for node_id, port, value in items])
-        except Exception as exc:  # e.g. an object that cannot be pickled: each on its own, to name the one
-            if len(items) > 1:
-                for item in items:
-                    self.put(run_id, *item)
-                return
-            node_id, port, _ = items[0]
-            self._send("events", [ev.Event(ev.LOG, run_id, node_id, level="warning",
-                                           text=f"The output '{port}' could not be recorded "
-                                                f"({type(exc).__name__})")])
 
     def get(self, run_id, node_id, port):
         return None
@@ -141,40 +126,37 @@ class _CaptureSink(CaptureStore):
         return {}
 
 
-class _EventBatch:
-    """A worker's events leave in batches: each message costs the server a read and an
-    unpickling, and a run sends a few dozen events in milliseconds. An event waits at most
-    LINGER_S (progress stays live); a terminal event goes at once. One flusher thread for the
-    run's batch (a timer thread per batch cost a thread start each); ``close`` ends it."""
+class _Outbox:
+    """What a run sends leaves its worker in batches: events, captures and cache entries, in
+    the order they were made, as one message at most LINGER_S late (progress stays live); a
+    terminal event goes at once. Each message costs both ends system calls, a wake-up and an
+    unpickling, and a small run makes a few dozen in milliseconds. One flusher thread per run
+    (a timer thread per batch cost a thread start each); ``close`` ends it."""
 
     LINGER_S = 0.01
 
-    def __init__(self, send: Send):
-        self._send = send
-        self._events: list[ev.Event] = []
-        self._due: float | None = None     # when the waiting events must go
+    def __init__(self, send: Send, run_id: str):
+        self._send, self._run_id = send, run_id
+        self._messages: list[tuple] = []
+        self._due: float | None = None     # when the waiting messages must go
         self._closed = False
-        self._lock = threading.Lock()      # messages are sent under it: two flushes never overtake each other
+        self._lock = threading.Lock()      # sent under it: two flushes never overtake each other
         self._wake = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
 
-    def __call__(self, event: ev.Event) -> None:
-        terminal = event.kind in ev.TERMINAL
+    def post(self, *message) -> None:
+        terminal = message[0] == "events" and message[1][-1].kind in ev.TERMINAL
         with self._lock:
-            self._events.append(event)
+            self._messages.append(message)
             if terminal:
                 self._flush()
             elif self._due is None:
                 self._due = time.monotonic() + self.LINGER_S
                 if self._thread is None:
-                    self._thread = threading.Thread(target=self._linger, daemon=True, name="worker-events")
+                    self._thread = threading.Thread(target=self._linger, daemon=True, name="worker-outbox")
                     self._thread.start()
                 else:
                     self._wake.notify()
-
-    def flush(self) -> None:
-        with self._lock:
-            self._flush()
 
     def close(self) -> None:
         with self._lock:
@@ -183,9 +165,29 @@ class _EventBatch:
             self._wake.notify()
 
     def _flush(self) -> None:
-        events, self._events, self._due = self._events, [], None
-        if events:
-            self._send("events", events)
+        messages, self._messages, self._due = self._messages, [], None
+        if not messages:
+            return
+        try:
+            self._send("batch", messages)
+        except Exception:  # something in it cannot cross (cannot be pickled): each on its own
+            for message in messages:
+                self._send_alone(message)
+
+    def _send_alone(self, message: tuple) -> None:
+        try:
+            self._send(*message)
+        except Exception as exc:
+            if message[0] == "captures" and len(message[1]) > 1:  # to name the one that cannot
+                for item in message[1]:
+                    self._send_alone(("captures", [item]))
+            elif message[0] == "captures":
+                node_id, port, _ = message[1][0]
+                self._send("events", [ev.Event(ev.LOG, self._run_id, node_id, level="warning",
+                                               text=f"The output '{port}' could not be recorded "
+                                                    f"({type(exc).__name__})")])
+            else:  # an execution-cache entry that cannot cross is simply not cached
+                log.debug("a %s message could not be sent", message[0], exc_info=True)
 
     def _linger(self) -> None:
         with self._lock:
@@ -198,21 +200,23 @@ class _EventBatch:
 
 
 def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading.Event | None = None,
-            batch_events: bool = False, scripts: Callable | None = None) -> None:
+            batched: bool = False, scripts: Callable | None = None) -> None:
     """Execute one job, sending everything it produces (``unrecorded``: the server's store
-    stopped recording the run; ``scripts`` runs script nodes: a worker's sandbox, without which
-    they refuse to run)."""
+    stopped recording the run; ``batched``: through an _Outbox, as a worker does; ``scripts``
+    runs script nodes: a worker's sandbox, without which they refuse to run)."""
     opts = job.options
     scope = opts.weights_scope if opts.persist_weights else ""
     if scope:
         WEIGHTS.replace(scope, job.weights)
-    emit = _EventBatch(send) if batch_events else (lambda event: send("events", [event]))
+    outbox = _Outbox(send, opts.run_id) if batched else None
+    post = outbox.post if outbox else send
     try:
-        execute(job.plan, opts, emit, captures=_CaptureSink(send, unrecorded or threading.Event()) if opts.record else None,
-                cancel=cancel, cache=_JobCache(job.hits, send), scripts=scripts)
+        execute(job.plan, opts, lambda event: post("events", [event]),
+                captures=_CaptureSink(post, unrecorded or threading.Event()) if opts.record else None,
+                cancel=cancel, cache=_JobCache(job.hits, post), scripts=scripts)
     finally:
-        if batch_events:
-            emit.close()
+        if outbox:
+            outbox.close()
         if scope:
             send("weights", scope, WEIGHTS.entries(scope))
 
@@ -251,7 +255,7 @@ def worker_main(sock: socket.socket, threads: int) -> None:
     while True:
         job, cancel, unrecorded = incoming.get()
         try:
-            run_job(job, cancel, send, unrecorded, batch_events=True, scripts=run_script)  # scripts: in a child of their own
+            run_job(job, cancel, send, unrecorded, batched=True, scripts=run_script)  # scripts: in a child of their own
         except Exception:
             traceback.print_exc()
         retire = THREADS.still_computing()
@@ -292,7 +296,10 @@ class Assignment:
 
     def receive(self, kind: str, *payload) -> None:
         """A message from the worker."""
-        if kind == "events":
+        if kind == "batch":
+            for message in payload[0]:
+                self.receive(*message)
+        elif kind == "events":
             for event in payload[0]:
                 self.emit(event)
         elif kind == "captures" and self.captures is not None:

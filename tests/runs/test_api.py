@@ -43,6 +43,18 @@ def test_a_bearer_token_authenticates(client, student, graph, capsys):
     assert client.get("/api/graphs", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
 
 
+def test_a_replaced_token_or_a_deactivated_user_is_refused_at_once(client, student):
+    """A token's user is remembered between requests, but never past a change to either."""
+    old = ApiToken.issue(student)
+    assert client.get("/api/graphs", HTTP_AUTHORIZATION=f"Bearer {old}").status_code == 200
+    new = ApiToken.issue(student)
+    assert client.get("/api/graphs", HTTP_AUTHORIZATION=f"Bearer {old}").status_code == 401
+    assert client.get("/api/graphs", HTTP_AUTHORIZATION=f"Bearer {new}").status_code == 200
+    student.is_active = False
+    student.save()
+    assert client.get("/api/graphs", HTTP_AUTHORIZATION=f"Bearer {new}").status_code == 401
+
+
 def test_a_graph_is_created_read_and_listed_for_its_owner_only(student_client, client, stranger, walkthrough):
     created = post(student_client, "/api/graphs", walkthrough)
     assert created.status_code == 201

@@ -222,16 +222,40 @@ def test_a_script_node_runs_in_a_child_process_of_its_worker(ready, student, mon
     assert run.nodes["node"]["summary"]["out1"]["shape"] == [3]
 
 
-# -- events leave a worker in batches (no worker process needed) -------------------------------------
+# -- what a run sends leaves a worker in batches (no worker process needed) ------------------------
 
-def test_a_workers_events_leave_in_order_in_batches_and_a_runs_end_at_once():
+def test_a_workers_messages_leave_in_order_in_batches_and_a_runs_end_at_once():
     from apps.runs.engine import events as ev
-    sent: list[list[str]] = []
-    batch = workers._EventBatch(lambda kind, events: sent.append([e.kind for e in events]))
-    for kind in (ev.RUN_STARTED, ev.NODE_RUNNING, ev.NODE_COMPLETED):
-        batch(ev.Event(kind, "r1"))
-    time.sleep(workers._EventBatch.LINGER_S * 5)
-    assert sent == [[ev.RUN_STARTED, ev.NODE_RUNNING, ev.NODE_COMPLETED]]  # one message, at most LINGER_S late
-    batch(ev.Event(ev.LOG, "r1"))
-    batch(ev.Event(ev.RUN_COMPLETED, "r1"))
-    assert sent[-1] == [ev.LOG, ev.RUN_COMPLETED]  # the end does not wait
+    sent: list[tuple] = []
+    outbox = workers._Outbox(lambda *message: sent.append(message), "r1")
+    outbox.post("events", [ev.Event(ev.RUN_STARTED, "r1")])
+    outbox.post("captures", [("n1", "out", torch.ones(2))])
+    outbox.post("cache", "key", {"out": torch.ones(2)}, [])
+    outbox.post("events", [ev.Event(ev.NODE_COMPLETED, "r1", "n1")])
+    time.sleep(workers._Outbox.LINGER_S * 5)
+    assert [kind for kind, _ in sent] == ["batch"]  # one message, at most LINGER_S late
+    assert [m[0] for m in sent[0][1]] == ["events", "captures", "cache", "events"]  # in the order made
+    outbox.post("events", [ev.Event(ev.LOG, "r1")])
+    outbox.post("events", [ev.Event(ev.RUN_COMPLETED, "r1")])
+    assert [m[0] for m in sent[-1][1]] == ["events", "events"]  # the end does not wait
+    outbox.close()
+
+
+def test_an_output_that_cannot_cross_is_named_and_the_rest_of_the_batch_still_goes():
+    from apps.runs.engine import events as ev
+    sent: list[tuple] = []
+
+    def send(*message):
+        if "lambda" in repr(message):  # as pickling a function fails on the wire
+            raise TypeError("cannot pickle 'function' object")
+        sent.append(message)
+
+    outbox = workers._Outbox(send, "r1")
+    outbox.post("captures", [("n1", "ok", 1), ("n1", "bad", lambda: 0)])
+    outbox.post("cache", "key", {"bad": lambda: 0}, [])
+    outbox.post("events", [ev.Event(ev.RUN_COMPLETED, "r1")])
+    assert sent[0] == ("captures", [("n1", "ok", 1)])
+    warning = sent[1][1][0]
+    assert (warning.kind, warning.node_id, warning.text) == (ev.LOG, "n1", "The output 'bad' could not be recorded (TypeError)")
+    assert sent[2][0] == "events" and sent[2][1][0].kind == ev.RUN_COMPLETED  # the cache entry is simply not cached
+    outbox.close()

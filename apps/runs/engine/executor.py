@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from apps.graphs.nodes.base import SCRIPTS_OFF, NodeError, ParamError
+from apps.graphs.nodes.library._helpers import manual_seed
 from codefyui import conf
 
 from ..sandbox import ScriptLimits
@@ -415,7 +416,7 @@ class _Runner:
             inputs = self._inputs(node)
             versions = {k: v._version for k, v in inputs.items() if isinstance(v, torch.Tensor)}
             if ctx.seed is not None:
-                torch.manual_seed(ctx.seed)
+                manual_seed(ctx.seed)
                 np.random.seed(ctx.seed % 2**32)
                 random.seed(ctx.seed)
             # Engine threads are kept between runs: each node starts with grad mode as a fresh thread has it.
