@@ -262,7 +262,7 @@ def heatmap(value: Any, row_labels: Any = None, col_labels: Any = None, *, mask:
                 striped = causal and j > i
                 panel.cells.append(HeatCell(
                     f"{x0 + j * cell:.2f}", f"{y0 + i * cell:.2f}", f"{cell + 0.3:.2f}", f"{cell + 0.3:.2f}",
-                    colour(colormap, 0.0 if striped else shades[i][j]),
+                    colour(colormap, 0.0 if striped and not mask else shades[i][j]),
                     tooltip(k if heads else None, i, j, values[i][j], rows[i], cols[j]), striped))
         if labelled:
             panel.row_labels = [(f"{x0 - 3:.1f}", f"{y0 + (i + 0.5) * cell + font * 0.35:.1f}", rows[i])
@@ -450,10 +450,17 @@ FRAME_HEATMAP_LIMIT = 4096        # elements the JavaScript heatmap viewer draws
 SHORTEN = "Re-run with a shorter sequence."
 
 
+# A causal pattern's blocked cells are hatched. Attention weights there are 0, drawn dark, so
+# the hatching is light; a mask's blocked cells are 1, drawn bright (dark cells are the ones
+# a token may attend to), so its hatching is dark.
+STRIPES, STRIPES_ON_MASK = "rgba(255,255,255,0.45)", "rgba(0,0,0,0.45)"
+
+
 def heatmap_data(value: Any, row_labels: Any = None, col_labels: Any = None, *, mask: bool = False,
                  colormap: str = DEFAULT_COLORMAP) -> dict[str, Any]:
     """The heatmap viewer's numbers for plotly, by this module's rules: per panel the colours
-    (row-normalised, or absolute for a mask; a causal pattern's upper cells at 0 and striped)
+    (row-normalised, or absolute for a mask; a causal pattern's upper cells striped, and at 0
+    in attention weights)
     and each cell's tooltip. {"status": ...} instead when there is nothing to draw."""
     if isinstance(value, torch.Tensor):
         shown = value.numel() // max(value.shape[0], 1) if value.dim() == 4 else value.numel()   # 4-D: batch 0
@@ -471,12 +478,13 @@ def heatmap_data(value: Any, row_labels: Any = None, col_labels: Any = None, *, 
         "rows": rows, "cols": cols, "labelled": max(n_rows, n_cols) <= LABEL_LIMIT, "seq_len": n_cols,
         "footer": Heatmap(seq_len=n_cols, row_normalised=not mask).footer, "colormap": colormap_name(colormap),
         "colormaps": {name: colorscale(name) for name in COLORMAPS}, "panels": [],
+        "stripes": STRIPES_ON_MASK if mask else STRIPES,
     }
     for k, m in enumerate(panels):
         causal = is_causal(1 - m) if mask else is_causal(m)   # a mask marks the blocked cells
         shade = (absolute(m) if mask else row_normalise(m)).tolist()
         values = m.tolist()
-        if causal:
+        if causal and not mask:
             shade = [[0.0 if j > i else x for j, x in enumerate(row)] for i, row in enumerate(shade)]
         out["panels"].append({
             "title": f"h{k}" if heads else "", "causal": causal,

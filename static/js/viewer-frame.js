@@ -45,7 +45,7 @@
         d += "M" + (j - 0.5) + "," + (i + 0.5) + "L" + (j + 0.5) + "," + (i - 0.5) +
              "M" + (j - 0.5) + "," + i + "L" + j + "," + (i - 0.5) + "M" + j + "," + (i + 0.5) + "L" + (j + 0.5) + "," + i;
       }
-      return [{ type: "path", path: d, xref: "x", yref: "y", line: { color: "rgba(255,255,255,0.45)", width: 1 } }];
+      return [{ type: "path", path: d, xref: "x", yref: "y", line: { color: data.stripes, width: 1 } }];
     }
     function axis(names, range, angle) {
       return { range: range, fixedrange: true, showgrid: false, zeroline: false, ticks: "", tickangle: angle,

@@ -23,7 +23,14 @@ def test_a_causal_pattern_is_detected_and_its_upper_cells_striped():
     striped = {(int(float(c.x)), int(float(c.y))) for c in picture.panels[0].cells if c.striped}
     assert len(striped) == 6
     mask = torch.triu(torch.ones(4, 4, dtype=torch.bool), diagonal=1)   # AttentionMask: True = blocked
-    assert sum(c.striped for c in v.heatmap(mask, mask=True).panels[0].cells) == 6
+    cells = v.heatmap(mask, mask=True).panels[0].cells
+    assert sum(c.striped for c in cells) == 6
+    # the blocked cells keep their colour (1: bright) under dark hatching, so the mask is not all dark
+    assert {c.fill for c in cells if c.striped} == {v.colour(v.DEFAULT_COLORMAP, 1.0)}
+    assert {c.fill for c in picture.panels[0].cells if c.striped} == {v.colour(v.DEFAULT_COLORMAP, 0.0)}
+    data = v.heatmap_data(mask, mask=True)
+    assert data["panels"][0]["z"][0][3] == 1.0 and data["stripes"] == v.STRIPES_ON_MASK
+    assert v.heatmap_data(causal)["panels"][0]["z"][0][3] == 0.0 and v.heatmap_data(causal)["stripes"] == v.STRIPES
 
 
 def test_labels_only_up_to_16_tokens_tooltips_and_the_inline_limit():
