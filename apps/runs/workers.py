@@ -34,6 +34,8 @@ from typing import Any, Callable
 import torch
 import torch.multiprocessing as torch_mp
 
+from codefyui import conf
+
 from .engine import RunOptions, execute, timeout_message, warm_up
 from .engine import events as ev
 from .engine.executor import THREADS, recording_stopped
@@ -220,7 +222,8 @@ def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading
 def worker_main(sock: socket.socket, threads: int) -> None:
     """A worker process: take jobs one at a time until the server goes away."""
     torch.set_num_threads(threads)
-    wire = Wire(sock, keep_copies=True)   # a run's outputs go as captures and as cache entries: one copy
+    # A run's outputs go as captures and as cache entries: one copy, into the worker's arena.
+    wire = Wire(sock, keep_copies=True, arena_bytes=conf.RUN_WORKER_ARENA_MB * 2**20)
     lock = threading.Lock()
     current: dict[str, Any] = {"run_id": None, "cancel": None, "unrecorded": None}
     incoming: queue.SimpleQueue = queue.SimpleQueue()
@@ -242,12 +245,14 @@ def worker_main(sock: socket.socket, threads: int) -> None:
                 with lock:
                     if current["run_id"] == message[1]:
                         current[message[0]].set()
+            elif message[0] == "release":   # the server let go of these slices of the arena
+                wire.handed_back(message[1])
             elif message[0] == "exit":
                 os._exit(0)
 
     threading.Thread(target=listen, daemon=True, name="worker-listen").start()
     warm_up()  # what the element limit's first meta run loads, before the first run needs it
-    send("ready", os.getpid())
+    send("ready", os.getpid(), wire.offer())   # the server maps the arena once
     while True:
         job, cancel, unrecorded = incoming.get()
         try:
