@@ -53,20 +53,20 @@ class GradStats:
     def of(cls, grads: Iterable[torch.Tensor]) -> GradStats | None:
         squares = total = largest = 0.0
         count = 0
-        norm = torch.linalg.vector_norm   # reductions without a temporary copy (|g| was one per gradient)
         for g in grads:
             if g.numel() == 0:
                 continue
-            g = g.detach()
-            if g.dtype not in (torch.float32, torch.float64):
-                g = g.float()
-            top = float(norm(g, math.inf))
+            size = g.detach().abs().flatten()
+            if size.dtype not in (torch.float32, torch.float64):
+                size = size.float()
+            top = float(size.max())
             # Squares of a tiny or huge gradient leave float32's range: scale them by the largest.
             scale = top if 0 < top < math.inf and not 1e-15 < top < 1e15 else 1.0
-            squares += (float(norm(g / scale)) * scale) ** 2 if scale != 1.0 else float(norm(g)) ** 2
-            total += float(norm(g, 1))
+            scaled = size / scale if scale != 1.0 else size
+            squares += float(torch.dot(scaled, scaled)) * scale * scale
+            total += float(size.sum())
             largest = max(largest, top)
-            count += g.numel()
+            count += size.numel()
         if not count:
             return None
         return cls(math.sqrt(squares), total / count, largest)
