@@ -460,6 +460,15 @@ class Wire:
         head = _HEAD.pack(len(payload), len(fds))
         with self._lock:
             chunks = [fds[i:i + _FDS_PER_MESSAGE] for i in range(0, len(fds), _FDS_PER_MESSAGE)] or [[]]
+            if len(chunks) == 1:   # most messages: head, descriptors and pickle in one system call
+                ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+                sent = self.sock.sendmsg([head, payload], ancillary)
+                if sent < len(head):
+                    self.sock.sendall(head[sent:])
+                    sent = len(head)
+                if sent - len(head) < len(payload):
+                    self.sock.sendall(memoryview(payload)[sent - len(head):])
+                return
             for i, chunk in enumerate(chunks):
                 data = head if i == 0 else b"\0"
                 ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", chunk))] if chunk else []

@@ -23,8 +23,10 @@ def ends():
 def test_a_tensor_crosses_as_shared_memory_not_as_bytes(ends, monkeypatch):
     sender, receiver = ends
     sizes = []
-    real = socket.socket.sendall
-    monkeypatch.setattr(socket.socket, "sendall", lambda self, data: (sizes.append(len(data)), real(self, data))[1])
+    real_sendall, real_sendmsg = socket.socket.sendall, socket.socket.sendmsg
+    monkeypatch.setattr(socket.socket, "sendall", lambda self, data: (sizes.append(len(data)), real_sendall(self, data))[1])
+    monkeypatch.setattr(socket.socket, "sendmsg", lambda self, buffers, *rest: (
+        sizes.append(sum(len(b) for b in buffers)), real_sendmsg(self, buffers, *rest))[1])
     t = torch.arange(1 << 16, dtype=torch.float32).reshape(256, 256)
     sender.send(("capture", "node", "tensor", t, t[1:, 2:]))
     _, _, _, got, view = receiver.recv()
