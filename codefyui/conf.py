@@ -57,6 +57,9 @@ def _memory_mb() -> int:
 RUN_MEMORY_MAX_MB = _int("CODEFYUI_RUN_MEMORY_MAX_MB",
                          max(512, _memory_mb() // 2 // max(1, min(RUN_WORKERS, MAX_CONCURRENT_RUNS))))
 EXECUTION_CACHE_MAX_MB = _int("CODEFYUI_EXECUTION_CACHE_MAX_MB", 1024)
+# Each worker's shared-memory arena, faulted in at start, that its runs' tensors cross to the
+# server through (0: a fresh memfd per tensor). Full, a tensor crosses in a fresh memfd.
+RUN_WORKER_ARENA_MB = _int("CODEFYUI_RUN_WORKER_ARENA_MB", 64)
 
 # Script nodes (PythonScript): off unless an administrator turns them on (1 = on, or the admin's
 # switch); each script runs in a child process of its run worker within these limits.

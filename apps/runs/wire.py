@@ -1,76 +1,276 @@
 """The wire between the server and one run worker: a Unix socket carrying pickled messages,
-each CPU tensor's storage moved to shared memory and its file descriptor passed beside the
-pickle (SCM_RIGHTS), so a tensor's bytes are never copied through the socket.
+each CPU tensor's storage in shared memory and only where it lies crossing in the pickle, so a
+tensor's bytes are never copied through the socket. No Django here.
 
-torch.multiprocessing's own reductions do the same, but hand each descriptor over a fresh
-connection to a resource-sharer thread, about 0.7 ms of CPU per tensor on each side here;
-all of a message's descriptors go in one sendmsg instead.
+Where a storage's bytes go, in the sender's order of choice:
 
-A storage that is not in shared memory yet is copied into a fresh memfd whose pages are
-allocated in one call (fallocate), and that descriptor goes. torch's own move into shared
-memory (``_share_fd_cpu_``) touches the new pages one fault at a time and cost 2-30 ms per
-512 KB storage on this kind of machine, against ~0.5 ms this way; a copy also leaves the
-sender's tensors as they were, so it is safe from any thread. The sender keeps each copy's
-descriptor (not its pages) until ``forget`` (a worker calls it when a run ends), so a
-storage sent twice, as a capture and as a cache entry, is the same memfd, and the receiver
-maps it once (torch's shared-storage cache): one storage in the server. Everything that is
-not a CPU storage pickles as torch.multiprocessing would. No Django here.
+- **Inline**, under ``INLINE_MAX`` bytes (a bias, a loss): inside the pickle. A shared page
+  and its bookkeeping cost more than copying a few kilobytes.
+- **A slice of a shared arena it came from**: a storage that is already a slice of an arena
+  this process has mapped (a capture the server sends back as a cache hit, a kept layer)
+  goes as (that arena's descriptor, offset, size), never copied again.
+- **The worker's arena** (``Arena``): a worker owns one memfd of ``arena_bytes``, mapped
+  and faulted in once at start, which the server maps once too (the worker offers it in its
+  first message). A storage is copied into a free slice of it, a plain memcpy into warm
+  pages, and goes as (offset, size). Fresh shared pages cost ~1 GB/s on this kind of
+  machine (a fault and zeroing per page), which was most of what a run's captures cost.
+  The server's storage of a slice is a view of its own mapping; when the last tensor on it
+  dies (the capture store evicted or dropped the run, the cache let the entry go) the server
+  hands the slice back (``"release"``, how many messages named it), and the worker frees it
+  once every message that named it has been handed back. Since the server's mapping lives
+  as long as any storage on it, a worker that dies takes none of the server's captures
+  with it; its arena's memory goes when the last of them does.
+- **A fresh memfd** when the arena is full (or on the server's end, which has none): a copy
+  into a memfd whose pages are allocated in one call (fallocate). torch's own move into
+  shared memory (``_share_fd_cpu_``) touched them one fault at a time, 2-30 ms per 512 KB.
+  A storage that is shared already (a received one) goes as its own descriptor.
+
+Descriptors pass beside the pickle (SCM_RIGHTS, all of a message's in one sendmsg; torch's
+own reductions fetched each over a fresh connection, ~0.7 ms per tensor on each side). A
+copy leaves the sender's tensor as it was, so it is safe from any thread. A worker's end
+remembers what it copied until ``forget`` (a worker calls it when a run ends), so a storage
+sent twice, as a capture and as a cache entry, is one slice or memfd, and the receiver maps
+one storage of it. Everything that is not a CPU storage pickles as torch.multiprocessing would.
 """
 from __future__ import annotations
 
 import array
+import bisect
+import collections
+import ctypes
 import io
+import mmap
 import os
 import pickle
 import socket
 import struct
 import threading
+import weakref
 from multiprocessing.reduction import ForkingPickler
-from typing import Any
+from typing import Any, Callable
 
+import numpy as np
 import torch
 from torch.multiprocessing import reductions
 
 _HEAD = struct.Struct("!QI")       # pickle bytes, descriptors that follow
 _FDS_PER_MESSAGE = 250             # the kernel passes at most 253 descriptors per sendmsg
 _ANCILLARY = socket.CMSG_SPACE(_FDS_PER_MESSAGE * 4)
-
+INLINE_MAX = 64 * 1024             # storages smaller than this travel inside the pickle
+_ALIGN = 64                        # arena slices start on a cache line
 
 _MEMFD = hasattr(os, "memfd_create") and hasattr(os, "posix_fallocate")
 
 
-class _Copies:
-    """The shared-memory copies one end has sent: storage -> the copy's descriptor, while the
-    storage lives. A copy is never served for a storage that has died (its address may be
-    reused), and ``forget`` drops them all."""
+def _fd_key(fd: int) -> tuple[int, int]:
+    """What names one memfd in any process that holds a descriptor of it."""
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
 
-    def __init__(self) -> None:
-        self._fds: dict[int, tuple[Any, int]] = {}   # data_ptr -> (weak ref to the storage, memfd)
+
+class _Mapping:
+    """One arena as this process maps it: the worker that owns it, or the server (or a worker)
+    that received its descriptor. Storages on it are views of the mapping, one live storage
+    per slice; ``release`` (the receiving end of the owner's wire) is told, per slice, how
+    many messages named it once the last tensor on it dies."""
+
+    def __init__(self, fd: int, size: int, release: Callable[[int, int], None] | None = None):
+        self.fd, self.size, self.release = fd, size, release
+        self.map = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
+        self.bytes = np.frombuffer(self.map, dtype=np.uint8)
+        self.base = self.bytes.ctypes.data
+        self.key = _fd_key(fd)
+        weakref.finalize(self, os.close, fd)   # a mapping no one sends from any more; its storages keep their pages
+        self._live: dict[int, list] = {}   # offset -> [weak ref to the storage, size, messages counted]
         self._lock = threading.Lock()
 
-    def fd_of(self, storage: torch.UntypedStorage) -> int:
-        key = storage.data_ptr()
+    def holds(self, storage: torch.UntypedStorage) -> int | None:
+        """The storage's offset, when it is a slice of this mapping."""
+        offset = storage.data_ptr() - self.base
+        return offset if 0 <= offset and offset + storage.nbytes() <= self.size else None
+
+    def storage(self, offset: int, size: int, counted: bool) -> torch.UntypedStorage:
+        """The storage of a slice: the live one if there is one (one storage per slice),
+        else a new view. ``counted``: a message of the owner named it (it is handed back)."""
         with self._lock:
-            known = self._fds.get(key)
-            if known is not None and not known[0].expired() and known[0].cdata == reductions.StorageWeakRef(storage).cdata:
-                return known[1]
-        fd = _shared_copy(storage)
+            entry = self._live.get(offset)
+            if entry is not None and entry[1] == size and not entry[0].expired():
+                storage = torch.UntypedStorage._new_with_weak_ptr(entry[0].cdata)
+                if storage is not None:
+                    entry[2] += counted
+                    return storage
+            view = self.bytes[offset:offset + size]
+            storage = torch.from_numpy(view).untyped_storage()
+            entry = [reductions.StorageWeakRef(storage), size, int(counted)]
+            self._live[offset] = entry
+        # The view lives exactly as long as the storage on it (torch holds it): its end is the slice's.
+        weakref.finalize(view, self._died, offset, entry)
+        return storage
+
+    def _died(self, offset: int, entry: list) -> None:
+        with self._lock:
+            if self._live.get(offset) is entry:
+                del self._live[offset]
+        if entry[2] and self.release is not None:
+            self.release(offset, entry[2])
+
+
+class Arena(_Mapping):
+    """A worker's arena: a memfd it maps and faults in once, whose slices it copies storages
+    into. A slice is in use from its copy until every message that named it was handed back."""
+
+    def __init__(self, size: int):
+        fd = os.memfd_create("codefyui-arena", os.MFD_CLOEXEC)
+        os.ftruncate(fd, size)
+        os.posix_fallocate(fd, 0, size)
+        super().__init__(fd, size)
+        self.bytes.fill(0)                 # every page faulted in now, not during a run
+        self._free = [(0, size)]           # (offset, size), sorted by offset
+        self._used: dict[int, int] = {}    # offset -> size
+        self._named: dict[int, int] = {}   # offset -> messages naming it not yet handed back
+        self._alloc_lock = threading.Lock()
+
+    def copy_in(self, storage: torch.UntypedStorage) -> int | None:
+        """Copy the storage into a free slice; its offset, or None when no slice is free."""
+        size = storage.nbytes()
+        need = -(-size // _ALIGN) * _ALIGN
+        with self._alloc_lock:
+            for i, (start, length) in enumerate(self._free):
+                if length >= need:
+                    break
+            else:
+                return None
+            self._free[i:i + 1] = [(start + need, length - need)] if length > need else []
+            self._used[start] = need
+            self._named[start] = 0
+        ctypes.memmove(self.base + start, storage.data_ptr(), size)
+        return start
+
+    def named(self, offset: int, times: int = 1) -> bool:
+        """Messages about to go name the slice ``times`` more times (fewer: they did not go);
+        True when that leaves it free."""
+        with self._alloc_lock:
+            self._named[offset] += times
+            if self._named[offset] > 0:
+                return False
+            self._release(offset)
+            return True
+
+    def handed_back(self, offset: int, times: int) -> bool:
+        """The server let go of a slice that ``times`` messages named; True once it is free."""
+        with self._alloc_lock:
+            if offset not in self._named:
+                return False
+            self._named[offset] -= times
+            if self._named[offset] > 0:
+                return False
+            self._release(offset)
+            return True
+
+    def _release(self, offset: int) -> None:
+        del self._named[offset]
+        size = self._used.pop(offset)
+        i = bisect.bisect(self._free, (offset, 0))
+        start, end = offset, offset + size
+        if i < len(self._free) and self._free[i][0] == end:           # joins the block after it
+            end += self._free.pop(i)[1]
+        if i and sum(self._free[i - 1]) == start:                     # and the one before it
+            start = self._free.pop(i - 1)[0]
+            i -= 1
+        self._free.insert(i, (start, end - start))
+
+    def free_bytes(self) -> int:
+        with self._alloc_lock:
+            return sum(length for _, length in self._free)
+
+
+# Every arena this process maps (its own, its workers'), by memfd: a storage on one of them
+# crosses as a slice of it to whichever end it goes.
+_MAPPINGS: dict[tuple[int, int], _Mapping] = {}
+_MAPPINGS_LOCK = threading.Lock()
+
+
+def _mapping_of(storage: torch.UntypedStorage) -> tuple[_Mapping, int] | None:
+    with _MAPPINGS_LOCK:
+        mappings = list(_MAPPINGS.values())
+    for mapping in mappings:
+        offset = mapping.holds(storage)
+        if offset is not None:
+            return mapping, offset
+    return None
+
+
+class _Copies:
+    """What one end has copied for sending: storage -> where its copy lies (an arena slice's
+    offset, or a memfd), while the storage lives. A copy is never served for a storage that
+    has died (its address may be reused), and ``forget`` drops them all."""
+
+    def __init__(self, arena: Arena | None = None) -> None:
+        self.arena = arena
+        self._known: dict[int, tuple[Any, str, int]] = {}   # data_ptr -> (weak ref, "arena" | "fd", offset | memfd)
+        self._slices: dict[int, int] = {}                  # arena offset -> data_ptr of the storage copied there
+        self._lock = threading.Lock()
+
+    def place(self, storage: torch.UntypedStorage) -> tuple[str, int]:
+        """("arena", offset) or ("fd", memfd) of the storage's copy, made now if none is known.
+        An arena slice is counted as named by one more message (``Arena.named``)."""
+        key = storage.data_ptr()
         ref = reductions.StorageWeakRef(storage)
         with self._lock:
-            known = self._fds.get(key)
+            known = self._known.get(key)
             if known is not None and not known[0].expired() and known[0].cdata == ref.cdata:
-                os.close(fd)        # another thread sent the same storage meanwhile: one copy
-                return known[1]
-            if known is not None:   # a dead storage's copy: nothing is sending it any more
-                os.close(known[1])
-            self._fds[key] = (ref, fd)
-        return fd
+                if known[1] == "arena":
+                    self.arena.named(known[2])
+                return known[1], known[2]
+        offset = self.arena.copy_in(storage) if self.arena is not None else None
+        where = ("arena", offset) if offset is not None else ("fd", _shared_copy(storage))
+        with self._lock:
+            known = self._known.get(key)
+            if known is not None and not known[0].expired() and known[0].cdata == ref.cdata:
+                self._discard(*where)   # another thread sent the same storage meanwhile: one copy
+                return known[1], known[2]
+            if known is not None:       # a dead storage's copy: nothing is sending it any more
+                self._drop(key)
+            self._known[key] = (ref, *where)
+            if where[0] == "arena":
+                self._slices[where[1]] = key
+                self.arena.named(where[1])
+        return where
+
+    def _discard(self, kind: str, value: int) -> None:
+        if kind == "fd":
+            os.close(value)
+        else:
+            self.arena.named(value, 0)   # named by no message: free again
+
+    def _drop(self, key: int) -> None:
+        _, kind, value = self._known.pop(key)
+        if kind == "fd":
+            os.close(value)
+        elif self._slices.get(value) == key:
+            del self._slices[value]
+
+    def handed_back(self, offset: int, times: int) -> None:
+        """The other end let go of an arena slice: once free, it is no storage's copy any more."""
+        self._unname(offset, lambda: self.arena.handed_back(offset, times))
+
+    def not_sent(self, offset: int) -> None:
+        """A message that named the slice could not be pickled: it never went."""
+        self._unname(offset, lambda: self.arena.named(offset, -1))
+
+    def _unname(self, offset: int, unname: Callable[[], bool]) -> None:
+        with self._lock:   # held throughout: a slice freed here is nobody's copy before it is reused
+            if unname():
+                key = self._slices.pop(offset, None)
+                if key is not None and self._known.get(key, (None, "", -1))[1:] == ("arena", offset):
+                    del self._known[key]
 
     def forget(self) -> None:
         with self._lock:
-            fds, self._fds = self._fds, {}
-        for _, fd in fds.values():
-            os.close(fd)
+            known, self._known, self._slices = self._known, {}, {}
+        for _, kind, value in known.values():
+            if kind == "fd":
+                os.close(value)
 
 
 def _shared_copy(storage: torch.UntypedStorage) -> int:
@@ -87,37 +287,86 @@ def _shared_copy(storage: torch.UntypedStorage) -> int:
     return fd
 
 
+class _Offer:
+    """A worker's arena, offered in its first message: the server maps it once."""
+
+    def __init__(self, arena: Arena):
+        self.arena = arena
+
+
 class _Pickler(ForkingPickler):
     def __init__(self, file, fds: list[int], copies: _Copies):
         super().__init__(file, pickle.HIGHEST_PROTOCOL)
         self._fds = fds
         self._copies = copies
         self._index: dict[int, int] = {}
+        self._inline: dict[int, int] = {}     # data_ptr -> its index: a storage twice in a message is one
+        self.named: list[int] = []            # arena slices this message names, once per mention
         # A storage made only while pickling (a torch.Generator's state) would close its fd
         # when freed, before the message goes: kept until the pickler is.
         self.storages: list[torch.UntypedStorage] = []
+        self.mappings: list[_Mapping] = []
+
+    def _fd(self, fd: int) -> int:
+        if fd not in self._index:
+            self._index[fd] = len(self._fds)
+            self._fds.append(fd)
+        return self._index[fd]
 
     def persistent_id(self, obj: Any):
+        if type(obj) is _Offer:
+            return "offer", self._fd(obj.arena.fd), obj.arena.size
         if type(obj) is not torch.UntypedStorage or obj.device.type != "cpu" or obj.nbytes() == 0:
             return None
         self.storages.append(obj)
         size = obj.nbytes()
+        if size < INLINE_MAX:
+            key = obj.data_ptr()
+            if key in self._inline:
+                return "again", self._inline[key]
+            self._inline[key] = len(self._inline)
+            return "bytes", self._inline[key], _bytes_of(obj)
+        found = _mapping_of(obj)
+        if found is not None:   # a slice it received (a cache hit, a kept layer): where it lies
+            mapping, offset = found
+            self.mappings.append(mapping)   # its descriptor stays open until the message has gone
+            return "slice", self._fd(mapping.fd), offset, size
         if obj.is_shared() or not _MEMFD:
             fd, size = obj._share_fd_cpu_()   # already shared (a received tensor): its own fd
-        else:
-            fd = self._copies.fd_of(obj)
-        if fd not in self._index:
-            self._index[fd] = len(self._fds)
-            self._fds.append(fd)
-        return ("shm", self._index[fd], size)
+            return "shm", self._fd(fd), size
+        kind, value = self._copies.place(obj)
+        if kind == "arena":
+            self.named.append(value)
+            return "arena", value, size
+        return "shm", self._fd(value), size
+
+
+def _bytes_of(storage: torch.UntypedStorage) -> bytes:
+    return bytes(torch.empty(0, dtype=torch.uint8).set_(storage).numpy())
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, file, fds: list[int]):
+    def __init__(self, file, fds: list[int], wire: "Wire"):
         super().__init__(file)
         self._fds = fds
+        self._wire = wire
+        self._inline: list[torch.UntypedStorage] = []
 
     def persistent_load(self, pid):
+        kind = pid[0]
+        if kind == "bytes":
+            storage = torch.frombuffer(bytearray(pid[2]), dtype=torch.uint8).untyped_storage()
+            self._inline.append(storage)
+            return storage
+        if kind == "again":
+            return self._inline[pid[1]]
+        if kind == "arena":   # a slice of the other end's arena, which it offered
+            return self._wire.peer.storage(pid[1], pid[2], counted=True)
+        if kind == "slice":
+            return self._wire.mapping(self._fds[pid[1]]).storage(pid[2], pid[3], counted=False)
+        if kind == "offer":
+            self._wire.accept(self._fds[pid[1]], pid[2])
+            return None
         _, index, size = pid
         fd = self._fds[index]
         key = reductions.fd_id(fd)
@@ -131,53 +380,118 @@ class _Unpickler(pickle.Unpickler):
 class Wire:
     """One end of the socket. ``send`` may be called from several threads; ``recv`` from one."""
 
-    def __init__(self, sock: socket.socket, keep_copies: bool = False):
+    def __init__(self, sock: socket.socket, keep_copies: bool = False, arena_bytes: int = 0):
         """``keep_copies``: remember each shared-memory copy sent until ``forget`` (a worker's
-        end, where a run's outputs go as captures and as cache entries)."""
+        end, where a run's outputs go as captures and as cache entries). ``arena_bytes``: copy
+        into an arena of that size (a worker's end; ``offer`` tells the other end)."""
         self.sock = sock
         self._lock = threading.Lock()
-        self._copies = _Copies() if keep_copies else None
+        self.arena = Arena(arena_bytes) if arena_bytes > 0 and _MEMFD else None
+        if self.arena is not None:
+            with _MAPPINGS_LOCK:
+                _MAPPINGS[self.arena.key] = self.arena
+        self._copies = _Copies(self.arena) if keep_copies or self.arena is not None else None
+        self.peer: _Mapping | None = None          # the other end's arena, once offered
+        self._foreign: dict[tuple[int, int], _Mapping] = {}   # other arenas mapped for this run
+        self._handed_back: collections.deque = collections.deque()   # (offset, times) for the peer
+
+    def offer(self) -> Any:
+        """What to put in a message so that the other end maps this end's arena (None: none)."""
+        return _Offer(self.arena) if self.arena is not None else None
+
+    def accept(self, fd: int, size: int) -> None:
+        """The other end offered its arena: map it; its slices are handed back through this wire."""
+        self.peer = _Mapping(os.dup(fd), size, release=lambda offset, times: self._handed_back.append((offset, times)))
+        with _MAPPINGS_LOCK:
+            _MAPPINGS[self.peer.key] = self.peer
+
+    def mapping(self, fd: int) -> _Mapping:
+        """The mapping of an arena a "slice" names: a known one, or mapped now for this run."""
+        key = _fd_key(fd)
+        with _MAPPINGS_LOCK:
+            found = _MAPPINGS.get(key) or self._foreign.get(key)
+            if found is None:
+                found = self._foreign[key] = _Mapping(os.dup(fd), os.fstat(fd).st_size)   # the message's fd is closed after it
+        return found
 
     def forget(self) -> None:
         """Drop the descriptors of the copies sent so far (a run has ended: nothing of it is
-        sent again). The receiver's mappings stay."""
+        sent again), and the other arenas this run mapped (their storages keep their pages).
+        The receiver's mappings stay."""
         if self._copies is not None:
             self._copies.forget()
+        self._foreign = {}
+
+
+    def handed_back(self, slices: list[tuple[int, int]]) -> None:
+        """The other end let go of these slices of this end's arena ("release")."""
+        for offset, times in slices:
+            self._copies.handed_back(offset, times)
 
     def send(self, message: Any) -> None:
         """Raises what pickling raises before anything is written, OSError when the other end is gone."""
+        self._send_handed_back()
         buffer, fds = io.BytesIO(), []
         copies = self._copies or _Copies()   # without keep_copies, this message's own (a storage reached twice: one copy)
         pickler = _Pickler(buffer, fds, copies)   # holds the message's storages (and so their fds) until sent
         try:
-            pickler.dump(message)
-            payload = buffer.getbuffer()
-            head = _HEAD.pack(len(payload), len(fds))
-            with self._lock:
-                chunks = [fds[i:i + _FDS_PER_MESSAGE] for i in range(0, len(fds), _FDS_PER_MESSAGE)] or [[]]
-                for i, chunk in enumerate(chunks):
-                    data = head if i == 0 else b"\0"
-                    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", chunk))] if chunk else []
-                    sent = self.sock.sendmsg([data], ancillary)
-                    if sent < len(data):
-                        self.sock.sendall(data[sent:])
-                self.sock.sendall(payload)
+            try:
+                pickler.dump(message)
+            except BaseException:
+                for offset in pickler.named:   # nothing went: the slices it named are not named
+                    copies.not_sent(offset)
+                raise
+            self._write(buffer.getbuffer(), fds)
         finally:
             if copies is not self._copies:
                 copies.forget()
 
+    def _send_handed_back(self) -> None:
+        slices = []
+        while self._handed_back:
+            slices.append(self._handed_back.popleft())
+        if slices:
+            try:
+                self._write(pickle.dumps(("release", slices), pickle.HIGHEST_PROTOCOL), [])
+            except OSError:
+                pass   # the worker is gone, and its arena's slices with it
+
+    def _write(self, payload, fds: list[int]) -> None:
+        head = _HEAD.pack(len(payload), len(fds))
+        with self._lock:
+            chunks = [fds[i:i + _FDS_PER_MESSAGE] for i in range(0, len(fds), _FDS_PER_MESSAGE)] or [[]]
+            if len(chunks) == 1:   # most messages: head, descriptors and pickle in one system call
+                ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+                sent = self.sock.sendmsg([head, payload], ancillary)
+                if sent < len(head):
+                    self.sock.sendall(head[sent:])
+                    sent = len(head)
+                if sent - len(head) < len(payload):
+                    self.sock.sendall(memoryview(payload)[sent - len(head):])
+                return
+            for i, chunk in enumerate(chunks):
+                data = head if i == 0 else b"\0"
+                ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", chunk))] if chunk else []
+                sent = self.sock.sendmsg([data], ancillary)
+                if sent < len(data):
+                    self.sock.sendall(data[sent:])
+            self.sock.sendall(payload)
+
     def recv(self) -> Any:
-        """The next message; EOFError when the other end has closed or ended."""
+        """The next message; EOFError when the other end has closed or ended. Slices of the
+        other end's arena let go of meanwhile are handed back first."""
+        self._send_handed_back()
         head, fds = self._receive(_HEAD.size, with_fds=True)
         try:
             size, count = _HEAD.unpack(head)
             while len(fds) < count:
                 fds += self._receive(1, with_fds=True)[1]
             payload = self._receive(size)[0]
-            return _Unpickler(io.BytesIO(payload), fds).load()
+            return _Unpickler(io.BytesIO(payload), fds, self).load()
         finally:
             for fd in fds:
                 os.close(fd)
+            self._send_handed_back()
 
     def _receive(self, size: int, with_fds: bool = False) -> tuple[bytes, list[int]]:
         data, fds = bytearray(), []
@@ -197,5 +511,13 @@ class Wire:
         return bytes(data), fds
 
     def close(self) -> None:
+        """Close the socket. The other end's arena stays mapped while storages on it live
+        (a dead worker's captures stay in the store), but is no longer sent from or handed back."""
         self.sock.close()
         self.forget()
+        for mapping in (self.peer, self.arena):
+            if mapping is not None:
+                mapping.release = None
+                with _MAPPINGS_LOCK:
+                    if _MAPPINGS.get(mapping.key) is mapping:
+                        del _MAPPINGS[mapping.key]

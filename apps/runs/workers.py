@@ -20,6 +20,7 @@ runs the same jobs in a thread of this process (unit tests, tools). No Django he
 from __future__ import annotations
 
 import atexit
+import ctypes
 import logging
 import os
 import queue
@@ -33,6 +34,8 @@ from typing import Any, Callable
 
 import torch
 import torch.multiprocessing as torch_mp
+
+from codefyui import conf
 
 from .engine import RunOptions, execute, timeout_message, warm_up
 from .engine import events as ev
@@ -221,10 +224,33 @@ def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading
             send("weights", scope, WEIGHTS.entries(scope))
 
 
+def _keep_freed_memory() -> None:
+    """Let glibc keep what a run frees for the next run instead of handing it back at once.
+
+    By default the engine threads' malloc arenas give freed memory above a few MB back to the
+    kernel, and large tensors are mmapped and unmapped each time, so every run faulted its
+    tensors' pages in afresh (a fault and zeroing per 4 KB page: ~1 GB/s on this kind of
+    machine, thousands of faults per run of a small MLP). Allocations under
+    ``MMAP_THRESHOLD`` now come from the arenas, and an arena keeps up to ``TRIM_THRESHOLD``
+    free at its top. The memory watcher counts growth within a run, so what was kept from an
+    earlier run is not counted against the next."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:   # not glibc: its own defaults
+        return
+    libc.mallopt(_M_MMAP_THRESHOLD, 16 * 2**20)
+    libc.mallopt(_M_TRIM_THRESHOLD, 64 * 2**20)
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3   # glibc's mallopt parameters
+
+
 def worker_main(sock: socket.socket, threads: int) -> None:
     """A worker process: take jobs one at a time until the server goes away."""
     torch.set_num_threads(threads)
-    wire = Wire(sock, keep_copies=True)   # a run's outputs go as captures and as cache entries: one copy
+    _keep_freed_memory()
+    # A run's outputs go as captures and as cache entries: one copy, into the worker's arena.
+    wire = Wire(sock, keep_copies=True, arena_bytes=conf.RUN_WORKER_ARENA_MB * 2**20)
     lock = threading.Lock()
     current: dict[str, Any] = {"run_id": None, "cancel": None, "unrecorded": None}
     incoming: queue.SimpleQueue = queue.SimpleQueue()
@@ -246,12 +272,14 @@ def worker_main(sock: socket.socket, threads: int) -> None:
                 with lock:
                     if current["run_id"] == message[1]:
                         current[message[0]].set()
+            elif message[0] == "release":   # the server let go of these slices of the arena
+                wire.handed_back(message[1])
             elif message[0] == "exit":
                 os._exit(0)
 
     threading.Thread(target=listen, daemon=True, name="worker-listen").start()
     warm_up()  # what the element limit's first meta run loads, before the first run needs it
-    send("ready", os.getpid())
+    send("ready", os.getpid(), wire.offer())   # the server maps the arena once
     while True:
         job, cancel, unrecorded = incoming.get()
         try:

@@ -181,6 +181,28 @@ def test_train_and_evaluate_is_repeatable_in_a_seeded_run(ctx):
     assert torch.equal(*losses)
 
 
+def test_train_and_evaluate_reports_its_epochs_as_training_loop_does(ctx):
+    """Its card's bar ("Epoch 5/5") and the Training pane read what it reports, as TrainingLoop's."""
+    from apps.inspector.training import summary
+    from apps.runs.status import progress_line
+    assert registry()["edu:TrainAndEvaluate"].reports_training
+    out = run(ctx, "edu:TrainAndEvaluate", {"epochs": 5}, model=build(ctx, ("edu:FFNLayer", {})),
+              x_train=POINTS, y_train=NAMES, x_query=ASK)
+    last = ctx.reports[-1]
+    assert progress_line(last) == {"text": "Epoch 5/5", "value": 4, "max": 5}
+    assert last["losses"] == [round(x, 6) for x in out["losses"].tolist()] and last["config"]["optimizer"] == "Adam"
+    assert summary(last)["epochs"] == 5 and last["best_epoch"] == 1 + int(out["losses"].argmin())
+    assert len(ctx.reports) < 5   # at most one report a quarter-second, and the last epoch's
+
+
+def test_train_and_evaluate_stops_between_epochs_and_answers_with_what_it_learnt(ctx):
+    ctx.stop_after = 3
+    out = run(ctx, "edu:TrainAndEvaluate", {"epochs": 50}, model=build(ctx, ("edu:FFNLayer", {})),
+              x_train=POINTS, y_train=NAMES, x_query=ASK)
+    assert out["losses"].shape == (3,) and len(out["predictions"]) == 3
+    assert ctx.reports[-1]["epoch"] == 3 and "stopped after 3 of 50 epochs" in ctx.logs[-1]
+
+
 def test_train_and_evaluate_explains_a_feature_mismatch(ctx):
     net = build(ctx, ("edu:FFNLayer", {"in_features": 3}))
     with pytest.raises(NodeError, match=r"first FFNLayer takes 3 features, but x_train \[24, 2\]"):

@@ -1,12 +1,14 @@
 """The wire to a run worker: tensors cross as shared memory, views and modules intact."""
 from __future__ import annotations
 
+import gc
 import socket
 import threading
 
 import pytest
 import torch
 
+from apps.runs import wire
 from apps.runs.wire import Wire
 
 
@@ -21,8 +23,10 @@ def ends():
 def test_a_tensor_crosses_as_shared_memory_not_as_bytes(ends, monkeypatch):
     sender, receiver = ends
     sizes = []
-    real = socket.socket.sendall
-    monkeypatch.setattr(socket.socket, "sendall", lambda self, data: (sizes.append(len(data)), real(self, data))[1])
+    real_sendall, real_sendmsg = socket.socket.sendall, socket.socket.sendmsg
+    monkeypatch.setattr(socket.socket, "sendall", lambda self, data: (sizes.append(len(data)), real_sendall(self, data))[1])
+    monkeypatch.setattr(socket.socket, "sendmsg", lambda self, buffers, *rest: (
+        sizes.append(sum(len(b) for b in buffers)), real_sendmsg(self, buffers, *rest))[1])
     t = torch.arange(1 << 16, dtype=torch.float32).reshape(256, 256)
     sender.send(("capture", "node", "tensor", t, t[1:, 2:]))
     _, _, _, got, view = receiver.recv()
@@ -37,7 +41,7 @@ def test_a_storage_sent_twice_is_one_storage_at_the_other_end():
     """A worker's run output goes as a capture and as a cache entry: the server maps one storage."""
     a, b = socket.socketpair()
     sender, receiver = Wire(a, keep_copies=True), Wire(b)
-    t = torch.rand(64, 64)
+    t = torch.rand(128, 256)   # over INLINE_MAX: in shared memory
     sender.send(("capture", t))
     sender.send(("cache", t[3:]))
     first, second = receiver.recv()[1], receiver.recv()[1]
@@ -54,7 +58,7 @@ def test_a_dead_storages_copy_is_never_served_for_a_new_one():
     a, b = socket.socketpair()
     sender, receiver = Wire(a, keep_copies=True), Wire(b)
     for i in range(20):   # freed and allocated again, often at the same address
-        sender.send(torch.full((4096,), float(i)))
+        sender.send(torch.full((1 << 15,), float(i)))
         assert receiver.recv()[0].item() == float(i)
     a.close()
     b.close()
@@ -87,3 +91,115 @@ def test_a_storage_made_only_while_pickling_crosses(ends):
     sender.send(("capture", "node", "dataloader", generator))
     got = receiver.recv()[3]
     assert torch.equal(got.get_state(), generator.get_state())
+
+
+# -- a worker's arena ----------------------------------------------------------------------
+
+@pytest.fixture
+def worker_and_server():
+    """A worker's end (an arena of 1 MiB) and the server's, the arena offered as a worker does."""
+    a, b = socket.socketpair()
+    worker, server = Wire(a, keep_copies=True, arena_bytes=1 << 20), Wire(b)
+    worker.send(("ready", 1, worker.offer()))
+    server.recv()
+    yield worker, server
+    worker.close()
+    server.close()
+
+
+def _hand_back(worker, server):
+    """What the server let go of reaches the worker (the server's next message carries it)."""
+    gc.collect()
+    server.send(("nothing",))
+    while (message := worker.recv())[0] == "release":
+        worker.handed_back(message[1])
+    assert message == ("nothing",)
+
+
+def test_a_worker_copies_into_its_arena_and_the_server_hands_the_slice_back(worker_and_server):
+    worker, server = worker_and_server
+    full = worker.arena.free_bytes()
+    t = torch.rand(128, 256)                       # 128 KB: a slice, not inline
+    worker.send(("captures", [t, t[1:]]))
+    worker.send(("cache", t))
+    (got, view), cached = server.recv()[1], server.recv()[1]
+    assert torch.equal(got, t) and torch.equal(view, t[1:]) and torch.equal(cached, t)
+    assert got.untyped_storage().data_ptr() == cached.untyped_storage().data_ptr() == view.untyped_storage().data_ptr()
+    assert worker.arena.free_bytes() == full - t.untyped_storage().nbytes()
+    t[0, 0] = 5.0
+    assert got[0, 0].item() != 5.0                 # a copy: the worker's tensor is its own
+    del got, view
+    _hand_back(worker, server)
+    assert worker.arena.free_bytes() < full        # the cache entry still holds it
+    del cached
+    _hand_back(worker, server)
+    assert worker.arena.free_bytes() == full
+    worker.forget()
+    worker.send(("again", torch.full((128, 256), 2.0)))
+    assert server.recv()[1].eq(2.0).all()          # the freed slice holds the new tensor
+
+
+def test_a_slice_named_again_while_handed_back_stays_until_that_message_is_handed_back_too(worker_and_server):
+    worker, server = worker_and_server
+    full = worker.arena.free_bytes()
+    t = torch.rand(64, 1024)
+    worker.send(("captures", [t]))
+    first = server.recv()[1][0]
+    del first                                       # the store refused it at once
+    gc.collect()
+    worker.send(("cache", t))                       # the same storage, the same slice, named again
+    second = server.recv()[1]
+    _hand_back(worker, server)
+    assert torch.equal(second, t)                   # not freed: the second message still holds it
+    assert worker.arena.free_bytes() == full - t.untyped_storage().nbytes()
+    del second
+    _hand_back(worker, server)
+    assert worker.arena.free_bytes() == full
+
+
+def test_the_servers_tensors_outlive_a_worker_that_died(worker_and_server):
+    """A worker that dies takes none of the captures the server keeps with it."""
+    worker, server = worker_and_server
+    t = torch.rand(256, 256)
+    worker.send(("captures", [t]))
+    got = server.recv()[1][0]
+    worker.close()
+    worker.arena = worker._copies = None
+    gc.collect()
+    assert torch.equal(got, t)
+    del got
+    gc.collect()
+    with pytest.raises(EOFError):
+        server.recv()   # its handed-back slices go nowhere, quietly
+
+
+def test_a_slice_sent_back_to_its_worker_crosses_where_it_lies(worker_and_server):
+    """A cache hit or a kept layer goes back to a worker as the slice it is, not as a copy."""
+    worker, server = worker_and_server
+    t = torch.rand(128, 256)
+    worker.send(("cache", t))
+    hit = server.recv()[1]
+    server.send(("run", hit))
+    back = worker.recv()[1]
+    assert torch.equal(back, t)
+    # the same slice of the arena (both ends are in this process here, so through one mapping of it)
+    assert wire._mapping_of(back.untyped_storage())[1] == wire._mapping_of(hit.untyped_storage())[1]
+    worker.send(("captures", [back]))               # served from the cache: the same storage again
+    assert server.recv()[1][0].untyped_storage().data_ptr() == hit.untyped_storage().data_ptr()
+
+
+def test_a_full_arena_sends_fresh_shared_memory_and_small_storages_go_inline(worker_and_server):
+    worker, server = worker_and_server
+    big, small = torch.rand(512, 1024), torch.arange(10.0)   # 2 MB: more than the arena holds
+    worker.send(("captures", [big, small]))
+    got_big, got_small = server.recv()[1]
+    assert torch.equal(got_big, big) and got_big.untyped_storage().is_shared()
+    assert torch.equal(got_small, small) and not got_small.untyped_storage().is_shared()
+
+
+def test_a_message_that_cannot_be_pickled_leaves_no_slice_in_use(worker_and_server):
+    worker, server = worker_and_server
+    full = worker.arena.free_bytes()
+    with pytest.raises(Exception):
+        worker.send(("captures", [torch.rand(128, 256), lambda: None]))
+    assert worker.arena.free_bytes() == full

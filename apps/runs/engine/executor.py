@@ -199,7 +199,7 @@ class _Context:
     def module(self, build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
         module = self._module(build)
         if self._gradients is not None:
-            self._gradients.built(self.node_id, module)
+            self._gradients.built(self.node_id, module, lasting=self._options.persist_weights and bool(self._options.weights_scope))
         return module
 
     def _module(self, build: Callable[[], torch.nn.Module]) -> torch.nn.Module:

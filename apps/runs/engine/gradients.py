@@ -137,11 +137,15 @@ class GradientCapture:
 
     def __init__(self) -> None:
         self.modules: dict[str, list[torch.nn.Module]] = {}   # node id -> the layers it built
+        self._lasting: set[int] = set()   # ids of the layers kept for the next run (Persist weights)
 
-    def built(self, node_id: str, module: torch.nn.Module) -> None:
-        """A node built (or took back a kept) layer: gradients start from nothing this run."""
+    def built(self, node_id: str, module: torch.nn.Module, lasting: bool = False) -> None:
+        """A node built (or took back a kept) layer: gradients start from nothing this run.
+        ``lasting``: the layer is kept for later runs, whose backward passes change its gradients."""
         module.zero_grad(set_to_none=True)
         self.modules.setdefault(node_id, []).append(module)
+        if lasting:
+            self._lasting.add(id(module))
 
     @staticmethod
     def watch(outputs: dict[str, Any]) -> None:
@@ -170,12 +174,22 @@ class GradientCapture:
             for port in ports:
                 yield node.id, output_port(port), _grad(outputs[node.id][port])
             for module in self.modules.get(node.id, ()):
+                lasting = id(module) in self._lasting
                 for name, param in module.named_parameters():
                     weights.append(name)
-                    yield node.id, weight_port(name), None if param.grad is None else param.grad.detach().clone()
+                    yield node.id, weight_port(name), _weight_grad(param, lasting)
                 layers += _layers(node.id, node.label, module)
             yield node.id, INDEX, {"outputs": ports, "weights": weights}
         yield RUN, LAYERS, layers
+
+
+def _weight_grad(param: torch.Tensor, lasting: bool) -> torch.Tensor | None:
+    """A parameter's gradient as kept: a copy when a later run's backward pass would change it
+    (a layer kept between runs); else nothing changes it once the run is over (a run worker
+    copies what it sends anyway)."""
+    if param.grad is None:
+        return None
+    return param.grad.detach().clone() if lasting else param.grad.detach()
 
 
 def _grad(tensor: torch.Tensor) -> torch.Tensor | None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import time
 
 import torch
 from torch import nn
@@ -9,6 +10,7 @@ from torch import nn
 from apps.graphs.nodes.base import NodeError, Param, Port
 from apps.graphs.nodes.library._helpers import (LibraryNode, class_labels, seeded, shape_str,
                                                 training_data)
+from apps.graphs.nodes.library.training import _reported
 
 from .models import TrainedNetwork
 
@@ -102,7 +104,9 @@ class TrainAndEvaluate(LibraryNode):
         "every weight with learning rate 'lr'. 'losses' shows the mistakes shrinking, one "
         "number per epoch. Then it labels x_query: 'predictions' (the class with the highest "
         "score), the sorted 'classes', and the trained 'model'. The network that arrives is "
-        "copied, never changed, so every run trains from the same start."
+        "copied, never changed, so every run trains from the same start. While it trains, its "
+        "card's bar and the Training pane show the epoch and the loss curve; Stop ends the "
+        "training after the epoch under way and labels the queries with what it learnt."
     )
     inputs = (Port("model", "MODEL", description="The network from FFNLayer / ActivationLayer"),
               Port("x_train", description="Training features [N, F]"),
@@ -115,6 +119,8 @@ class TrainAndEvaluate(LibraryNode):
         Param("lr", "float", 0.05, "Learning rate: the step size", min=0.0),
     )
     uses_rng = True
+    reports_training = True   # the card's bar and the Training pane, as TrainingLoop's
+    REPORT_EVERY_S = 0.25     # a report copies every loss so far: at most this often, not every epoch
 
     def run(self, ctx, params, model, x_train, y_train, x_query):
         layers = layers_of(copy.deepcopy(model_input(model, "TrainAndEvaluate")))
@@ -133,13 +139,38 @@ class TrainAndEvaluate(LibraryNode):
         net = nn.Sequential(*layers, head).to(ctx.device)
         target = torch.tensor([classes.index(v) for v in labels], device=x.device)
         optimizer = torch.optim.Adam(net.parameters(), lr=params["lr"])
-        losses = []
-        for _ in range(params["epochs"]):
+        epochs, lr = params["epochs"], params["lr"]
+        config = {"model": "the FFNLayer network + an output layer", "params": sum(p.numel() for p in net.parameters()),
+                  "optimizer": "Adam", "lr": lr, "loss_fn": "CrossEntropyLoss", "epochs": epochs,
+                  "device": str(x.device), "batch_size": x.shape[0], "precision": "fp32", "accumulate_steps": 1,
+                  "grad_clip_norm": None, "early_stopping_patience": None, "validation": False, "lr_scheduler": None}
+        losses: list[float] = []
+        reported: list = []       # the losses as reports carry them, rounded once each
+        best = (float("inf"), 0)  # (loss, epoch)
+
+        def report(epoch: int) -> None:
+            ctx.progress(epoch=epoch, epochs=epochs, losses=list(reported), val_losses=[],
+                         lrs=[lr] * len(reported), best_epoch=best[1] or None,
+                         best_loss=_reported(best[0]) if best[1] else None, config=config)
+
+        report_at = 0.0
+        for epoch in range(1, epochs + 1):
+            if ctx.cancelled():
+                ctx.log(f"TrainAndEvaluate stopped after {len(losses)} of {epochs} epochs: the queries are "
+                        "labelled by what it learnt so far")
+                report(len(losses))
+                break
             optimizer.zero_grad()
             loss = nn.functional.cross_entropy(net(x), target)
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
+            reported.append(_reported(losses[-1]))
+            if losses[-1] < best[0]:
+                best = (losses[-1], epoch)
+            if epoch == epochs or time.monotonic() >= report_at:
+                report(epoch)
+                report_at = time.monotonic() + self.REPORT_EVERY_S
         trained = TrainedNetwork(net.eval(), classes)
         return {"predictions": trained.predict(queries), "classes": classes, "model": trained,
                 "losses": torch.tensor(losses)}
