@@ -536,6 +536,9 @@ class WorkerPool:
         worker = _Worker(process, Wire(ours))
         with self._lock:
             self._workers.append(worker)
+            closing = self._closing
+        if closing:  # close() ran while this replacement started, and did not see it
+            process.kill()
         worker.reader = threading.Thread(target=self._serve, args=(worker,), daemon=True,
                                          name=f"run-worker-{process.pid}")
         worker.reader.start()

@@ -259,3 +259,17 @@ def test_an_output_that_cannot_cross_is_named_and_the_rest_of_the_batch_still_go
     assert (warning.kind, warning.node_id, warning.text) == (ev.LOG, "n1", "The output 'bad' could not be recorded (TypeError)")
     assert sent[2][0] == "events" and sent[2][1][0].kind == ev.RUN_COMPLETED  # the cache entry is simply not cached
     outbox.close()
+
+
+def test_a_replacement_started_while_the_pool_closes_is_ended_too():
+    """Else the interpreter's exit waits for it for ever (multiprocessing joins its children)."""
+    import types
+
+    pool = workers.WorkerPool(1, 0, 1, lambda: None)   # not started: _spawn stands for a replacement
+    started = []
+    context = pool._ctx
+    pool._ctx = types.SimpleNamespace(Process=lambda *a, **k: started.append(context.Process(*a, **k)) or started[-1])
+    pool._closing = True   # close() has run and seen no worker
+    pool._spawn()
+    started[0].join(10)
+    assert not started[0].is_alive()
