@@ -381,3 +381,15 @@ def test_only_random_modes_count_as_random():
     assert nodes["TensorCreate"].draws_random({"fill": "randn"})
     assert not nodes["TensorCreate"].draws_random({})
     assert nodes["Dropout"].draws_random({}) and not nodes["Dropout"].draws_random({"p": 0})
+
+
+def test_the_cheap_manual_seed_draws_what_torch_manual_seed_draws():
+    from apps.graphs.nodes.library._helpers import manual_seed, seeded
+
+    manual_seed(7)
+    ours = torch.rand(4)
+    torch.manual_seed(7)
+    assert torch.equal(ours, torch.rand(4))
+    before = torch.get_rng_state()
+    assert torch.equal(seeded(7, lambda: torch.rand(4)), ours)
+    assert torch.equal(torch.get_rng_state(), before)  # seeded leaves the global state as it was

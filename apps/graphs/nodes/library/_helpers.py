@@ -180,11 +180,13 @@ def seeded(seed: int | None, build: Callable[[], Any]) -> Any:
 def manual_seed(seed: int) -> None:
     """``torch.manual_seed`` at a twentieth of its cost: that one also queues a seeding for
     every accelerator backend torch knows (CUDA, XPU, MTIA) and formats the caller's stack for
-    each, about 0.1 ms a call, paid by every node of a seeded run. CUDA is seeded here only
-    where it exists."""
+    each, about 0.1 ms a call, paid by every node of a seeded run. The devices a run may use
+    (TrainingLoop's cuda and mps) are seeded here only where they exist."""
     torch.default_generator.manual_seed(seed)
     if torch.cuda.is_available():
         torch.cuda.manual_seed_all(seed)
+    if torch.backends.mps.is_available():
+        torch.mps.manual_seed(seed)
 
 
 def normal_init(seed: int, layers: Iterable[Any], scale: float | None = None) -> None:
