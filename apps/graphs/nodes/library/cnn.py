@@ -365,6 +365,22 @@ def _grid_numbers(grid) -> list:
     return [grid]
 
 
+def custom_kernel(params: dict, node: str) -> torch.Tensor:
+    """A 'Custom' kernel's grid of 'weights' as a float32 [kernel_size, kernel_size] tensor,
+    or a NodeError that says what is wrong with it (Conv2dKernel, edu:SlidingWindow2D)."""
+    size, numbers = params["kernel_size"], _grid_numbers(params["weights"])
+    if len(numbers) != size * size:
+        raise NodeError(f"{node}: 'weights' has {len(numbers)} numbers, but kernel_size={size} "
+                        f"needs {size * size} ({size} rows of {size}); change kernel_size or refill the grid")
+    try:
+        values = [float(n) for n in numbers]
+    except (TypeError, ValueError):
+        raise NodeError(f"{node}: every entry of 'weights' must be a number") from None
+    if not all(math.isfinite(v) for v in values):
+        raise NodeError(f"{node}: every entry of 'weights' must be a finite number")
+    return torch.tensor(values, dtype=torch.float32).reshape(size, size)
+
+
 @register
 class Conv2dKernel(LibraryNode):
     type = "Conv2dKernel"
@@ -393,17 +409,7 @@ class Conv2dKernel(LibraryNode):
         if params["preset"] != "Custom":
             return {"tensor": torch.tensor(KERNEL_PRESETS[params["preset"]], dtype=torch.float32,
                                            device=ctx.device)}
-        size, numbers = params["kernel_size"], _grid_numbers(params["weights"])
-        if len(numbers) != size * size:
-            raise NodeError(f"Conv2dKernel: 'weights' has {len(numbers)} numbers, but kernel_size={size} "
-                            f"needs {size * size} ({size} rows of {size}); change kernel_size or refill the grid")
-        try:
-            values = [float(n) for n in numbers]
-        except (TypeError, ValueError):
-            raise NodeError("Conv2dKernel: every entry of 'weights' must be a number") from None
-        if not all(math.isfinite(v) for v in values):
-            raise NodeError("Conv2dKernel: every entry of 'weights' must be a finite number")
-        return {"tensor": torch.tensor(values, dtype=torch.float32, device=ctx.device).reshape(size, size)}
+        return {"tensor": custom_kernel(params, "Conv2dKernel").to(ctx.device)}
 
 
 @register

@@ -6,19 +6,9 @@ import torch.nn.functional as F
 
 from apps.graphs.nodes.base import NodeError, Param, Port
 from apps.graphs.nodes.library._helpers import LibraryNode, as_float, need_rank, shape_str
+from apps.graphs.nodes.library.cnn import KERNEL_PRESETS, custom_kernel
 
-KERNELS = {
-    "Blur3x3": [[1 / 9] * 3] * 3,                                        # the average of 9 pixels
-    "EdgeDetection3x3": [[-1, -1, -1], [-1, 8, -1], [-1, -1, -1]],      # Laplacian
-    "Sharpen3x3": [[0, -1, 0], [-1, 5, -1], [0, -1, 0]],
-    "VerticalEdge3x3": [[-1, 0, 1], [-1, 0, 1], [-1, 0, 1]],            # Prewitt, left to right
-}
-
-
-def _numbers(grid) -> list[float]:
-    if isinstance(grid, (list, tuple)):
-        return [n for row in grid for n in _numbers(row)]
-    return [float(grid)]
+KERNELS = {"Blur3x3": [[1 / 9] * 3] * 3, **KERNEL_PRESETS}   # Blur: the average of 9 pixels
 
 
 class SlidingWindow2D(LibraryNode):
@@ -63,8 +53,4 @@ class SlidingWindow2D(LibraryNode):
     def _kernel(params) -> torch.Tensor:
         if params["preset"] != "Custom":
             return torch.tensor(KERNELS[params["preset"]], dtype=torch.float32)
-        size, numbers = params["kernel_size"], _numbers(params["weights"])
-        if len(numbers) != size * size:
-            raise NodeError(f"SlidingWindow2D: 'weights' has {len(numbers)} numbers, but "
-                            f"kernel_size={size} needs {size * size} ({size} rows of {size})")
-        return torch.tensor(numbers, dtype=torch.float32).reshape(size, size)
+        return custom_kernel(params, "SlidingWindow2D")
