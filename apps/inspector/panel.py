@@ -247,7 +247,7 @@ def _gradient_row(ins: Inspection, key: str, label: str, port: str) -> Row:
 def layer_rows(ins: Inspection) -> list[dict[str, Any]]:
     """The per-layer summary of the run: one row per layer with weights, in run order."""
     layers = ins.lookup(gr.RUN, gr.LAYERS)
-    return [{"name": layer["name"], "health": health(layer["stats"]), "here": layer["node"] == ins.node_id}
+    return [{"name": layer["name"], "health": health(gr.layer_stats(layer, ins.lookup)), "here": layer["node"] == ins.node_id}
             for layer in (layers if isinstance(layers, list) else [])]
 
 

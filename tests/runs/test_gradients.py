@@ -144,7 +144,7 @@ def test_a_model_gets_one_weight_gradient_per_parameter_and_one_layer_row_per_la
     rows = kept(fresh_store, gr.RUN, gr.LAYERS)
     assert [r["name"] for r in rows] == ["SequentialModel › layers.l1 (Linear)", "SequentialModel › layers.l2 (Linear)"]
     l1 = model.layers.l1
-    assert rows[0]["stats"].norm == pytest.approx(math.sqrt(l1.weight.grad.square().sum() + l1.bias.grad.square().sum()),
+    assert gr.layer_stats(rows[0], lambda node, port: kept(fresh_store, node, port)).norm == pytest.approx(math.sqrt(l1.weight.grad.square().sum() + l1.bias.grad.square().sum()),
                                                   rel=1e-5)
 
 

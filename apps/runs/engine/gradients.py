@@ -12,13 +12,16 @@ What is kept, under ports no edge or summary shows (they start with ``__grad``):
 per node ``__grad_index`` (which gradients it has), ``__grad.out.<port>`` and
 ``__grad.weight.<parameter>`` (a tensor, or None when it took no part in the loss); per run,
 under the node id ``RUN``, ``__grad_target`` (what the backward pass started from, or why
-none ran) and ``__grad_layers`` (one row per layer: the per-layer summary).
+none ran) and ``__grad_layers`` (one row per layer: its node, name and parameters; its
+statistics are worked out from their kept gradients when the Backward tab is read, not in
+every run).
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
@@ -138,6 +141,7 @@ class GradientCapture:
     def __init__(self) -> None:
         self.modules: dict[str, list[torch.nn.Module]] = {}   # node id -> the layers it built
         self._lasting: set[int] = set()   # ids of the layers kept for the next run (Persist weights)
+        self._grads: dict[int, torch.Tensor] = {}   # id of a watched output -> its gradient
 
     def built(self, node_id: str, module: torch.nn.Module, lasting: bool = False) -> None:
         """A node built (or took back a kept) layer: gradients start from nothing this run.
@@ -147,12 +151,21 @@ class GradientCapture:
         if lasting:
             self._lasting.add(id(module))
 
-    @staticmethod
-    def watch(outputs: dict[str, Any]) -> None:
-        """A node's outputs keep their gradient once the backward pass has run."""
+    def watch(self, outputs: dict[str, Any]) -> None:
+        """A node's outputs keep their gradient once the backward pass has run: the tensor the
+        pass hands on, held by reference (``retain_grad`` would copy each one; the one pass
+        never changes it in place, since autograd adds in place only into a gradient no one
+        else holds)."""
         for port, value in outputs.items():
             if not port.startswith("__") and tracks_gradients(value) and not value.is_leaf:
-                value.retain_grad()
+                value.register_hook(functools.partial(self._grads.__setitem__, id(value)))
+
+    def grad(self, tensor: torch.Tensor) -> torch.Tensor | None:
+        """An output's gradient from the backward pass (a leaf's own ``.grad``), or None."""
+        if not tensor.requires_grad:
+            return None
+        grad = tensor.grad if tensor.is_leaf else self._grads.get(id(tensor))
+        return None if grad is None else grad.detach()
 
     @staticmethod
     def backward(target: Target) -> None:
@@ -172,7 +185,7 @@ class GradientCapture:
                      if not p.startswith("__") and isinstance(v, torch.Tensor) and v.is_floating_point()]
             weights = []
             for port in ports:
-                yield node.id, output_port(port), _grad(outputs[node.id][port])
+                yield node.id, output_port(port), self.grad(outputs[node.id][port])
             for module in self.modules.get(node.id, ()):
                 lasting = id(module) in self._lasting
                 for name, param in module.named_parameters():
@@ -192,20 +205,21 @@ def _weight_grad(param: torch.Tensor, lasting: bool) -> torch.Tensor | None:
     return param.grad.detach().clone() if lasting else param.grad.detach()
 
 
-def _grad(tensor: torch.Tensor) -> torch.Tensor | None:
-    grad = tensor.grad if tensor.requires_grad else None
-    return None if grad is None else grad.detach()
-
-
 def _layers(node_id: str, label: str, module: torch.nn.Module) -> list[dict[str, Any]]:
     """One row per layer that holds weights of its own: the node's layer itself, or each layer
-    of a model (a Sequential's children)."""
+    of a model (a Sequential's children), with its parameters' names as the node's weight
+    gradients are kept under them."""
     rows = []
     for name, sub in module.named_modules():
-        params = list(sub.parameters(recurse=False))
-        if not params:
-            continue
-        stats = GradStats.of(p.grad for p in params if p.grad is not None)
-        rows.append({"node": node_id, "name": label if not name else f"{label} › {name} ({type(sub).__name__})",
-                     "stats": stats})
+        weights = [p for p, _ in sub.named_parameters(prefix=name, recurse=False)]
+        if weights:
+            rows.append({"node": node_id, "name": label if not name else f"{label} › {name} ({type(sub).__name__})",
+                         "weights": weights})
     return rows
+
+
+def layer_stats(row: dict[str, Any], kept: Callable[[str, str], Any]) -> GradStats | None:
+    """A per-layer row's statistics over its parameters' kept gradients (``kept(node, port)``
+    reads a capture); None when none of them has one."""
+    grads = (kept(row["node"], weight_port(name)) for name in row["weights"])
+    return GradStats.of(g for g in grads if isinstance(g, torch.Tensor))
