@@ -323,7 +323,8 @@ def test_the_vanishing_gradients_lesson_shows_the_difference(fresh_store):
     outcome = execute(plan_run(doc), RunOptions(run_id="g1", seed=settings["seed"], gradients=True),
                       lambda e: None, captures=fresh_store)
     assert outcome.status == "succeeded", outcome.error
-    verdicts = {row["name"]: row["stats"].verdict for row in kept(fresh_store, gr.RUN, gr.LAYERS)}
+    verdicts = {row["name"]: gr.layer_stats(row, lambda node, port: kept(fresh_store, node, port)).verdict
+                for row in kept(fresh_store, gr.RUN, gr.LAYERS)}
     assert len(verdicts) == 22
     assert verdicts["Sigmoid L1"] == verdicts["Sigmoid L2"] == gr.VANISHING
     assert {v for name, v in verdicts.items() if name.startswith("ReLU")} == {gr.HEALTHY}

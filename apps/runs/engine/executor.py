@@ -385,7 +385,8 @@ class _Runner:
         goes straight on to the next ready node, so a graph's usual straight line costs no
         hand-off between threads per node (two thread wake-ups each, ~0.2 ms here: more than
         a small node's own work). Independent nodes start further chains, up to the width.
-        This thread only waits: for the last chain, the deadline, or a chain's crash."""
+        The last chain to finish ends the run (the backward pass of Capture gradients, the
+        terminal event); this thread only waits for that, the deadline, or a chain's crash."""
         opts = self.options
         size = max(1, opts.max_parallel)
         self.width = 1 if opts.one_node_at_a_time else size   # chains at once
@@ -394,7 +395,9 @@ class _Runner:
         try:
             with self.lock:
                 self._start_chains()
-                while self.chains and self.crash is None:
+                if not self.chains:   # nothing left to run: every node from the cache, or stopped
+                    self._end()
+                while not self.over and self.crash is None:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         self.over = True   # a chain still computing records nothing more
@@ -403,13 +406,7 @@ class _Runner:
                 self.over = True
                 if self.crash is not None:
                     raise self.crash
-            if self.failure:
-                return self._finish(ev.RUN_FAILED, self.failure)
-            if self.cancel.is_set() and (len(self.results) < len(self.plan.nodes) or self.stopped_inside):
-                return self._finish(ev.RUN_STOPPED, "Execution cancelled")
-            if self.gradients is not None:   # in an engine thread, where the forward pass's memory is warm
-                self.pool.submit(self._backward).result()
-            return self._finish(ev.RUN_COMPLETED)
+            return self.outcome
         finally:
             THREADS.give_back(size, self.pool, list(self.futures) if self.chains else [])
 
@@ -444,11 +441,33 @@ class _Runner:
                     self._start_chains()
         except BaseException as exc:  # a bug in recording a node: the run reports it, not a hang
             with self.lock:
-                self.crash = exc
+                self.crash = self.crash or exc
         finally:
             with self.lock:
                 self.chains -= 1
-                self.quiet.notify()
+                if not self.chains:
+                    self._end()
+
+    def _end(self) -> None:
+        """Under the lock, once no chain runs: end the run, unless it has ended already."""
+        if self.over:
+            return
+        self.over = True
+        try:
+            if self.crash is not None:
+                return
+            if self.failure:
+                self._finish(ev.RUN_FAILED, self.failure)
+            elif self.cancel.is_set() and (len(self.results) < len(self.plan.nodes) or self.stopped_inside):
+                self._finish(ev.RUN_STOPPED, "Execution cancelled")
+            else:
+                if self.gradients is not None:
+                    self._backward()
+                self._finish(ev.RUN_COMPLETED)
+        except BaseException as exc:
+            self.crash = exc
+        finally:
+            self.quiet.notify()
 
     # A node in an engine thread: ("ok", outputs, ctx, seconds, summaries) or ("error", message, ctx, seconds, None).
     # Its summaries are worked out here, while its outputs are still in this core's cache.
