@@ -23,7 +23,6 @@ import atexit
 import ctypes
 import logging
 import os
-import queue
 import signal
 import socket
 import threading
@@ -246,19 +245,23 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3   # glibc's mallopt parameters
 
 
 def worker_main(sock: socket.socket, threads: int) -> None:
-    """A worker process: take jobs one at a time until the server goes away."""
+    """A worker process: take jobs one at a time until the server goes away.
+
+    Two threads serve in turns: one reads the socket (a run's Stop, the server's hand-backs)
+    while the other runs the job it read. The reader of a "run" message runs that job itself
+    and the other takes over reading, so a job starts without a thread wake-up on its way."""
     torch.set_num_threads(threads)
     _keep_freed_memory()
     # A run's outputs go as captures and as cache entries: one copy, into the worker's arena.
     wire = Wire(sock, keep_copies=True, arena_bytes=conf.RUN_WORKER_ARENA_MB * 2**20)
     lock = threading.Lock()
     current: dict[str, Any] = {"run_id": None, "cancel": None, "unrecorded": None}
-    incoming: queue.SimpleQueue = queue.SimpleQueue()
+    reading = threading.Lock()   # held by the thread that reads the socket
 
     def send(*message) -> None:
         wire.send(message)
 
-    def listen() -> None:
+    def next_job() -> tuple[Job, threading.Event, threading.Event]:
         while True:
             try:
                 message = wire.recv()
@@ -267,7 +270,7 @@ def worker_main(sock: socket.socket, threads: int) -> None:
             if message[0] == "run":
                 with lock:
                     current.update(run_id=message[1].run_id, cancel=threading.Event(), unrecorded=threading.Event())
-                    incoming.put((message[1], current["cancel"], current["unrecorded"]))
+                    return message[1], current["cancel"], current["unrecorded"]
             elif message[0] in ("cancel", "unrecorded"):
                 with lock:
                     if current["run_id"] == message[1]:
@@ -277,23 +280,27 @@ def worker_main(sock: socket.socket, threads: int) -> None:
             elif message[0] == "exit":
                 os._exit(0)
 
-    threading.Thread(target=listen, daemon=True, name="worker-listen").start()
+    def serve() -> None:
+        while True:
+            with reading:
+                job, cancel, unrecorded = next_job()
+            try:
+                run_job(job, cancel, send, unrecorded, batched=True, scripts=run_script)  # scripts: in a child of their own
+            except Exception:
+                traceback.print_exc()
+            retire = THREADS.still_computing()
+            wire.forget()   # what the run sent is the server's now
+            with lock:
+                current.update(run_id=None, cancel=None, unrecorded=None)
+            send("done", job.run_id, retire)
+            if retire:  # the server answers "exit" once it has read everything before "done"
+                time.sleep(30)
+                os._exit(0)
+
     warm_up()  # what the element limit's first meta run loads, before the first run needs it
     send("ready", os.getpid(), wire.offer())   # the server maps the arena once
-    while True:
-        job, cancel, unrecorded = incoming.get()
-        try:
-            run_job(job, cancel, send, unrecorded, batched=True, scripts=run_script)  # scripts: in a child of their own
-        except Exception:
-            traceback.print_exc()
-        retire = THREADS.still_computing()
-        wire.forget()   # what the run sent is the server's now
-        with lock:
-            current.update(run_id=None, cancel=None, unrecorded=None)
-        send("done", job.run_id, retire)
-        if retire:  # the server answers "exit" once it has read everything before "done"
-            time.sleep(30)
-            os._exit(0)
+    threading.Thread(target=serve, daemon=True, name="worker-serve").start()
+    serve()
 
 
 # -- the server's side --------------------------------------------------------------------
