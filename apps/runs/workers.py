@@ -132,8 +132,9 @@ class _Outbox:
     """What a run sends leaves its worker in batches: events, captures and cache entries, in
     the order they were made, as one message at most LINGER_S late (progress stays live); a
     terminal event goes at once. Each message costs both ends system calls, a wake-up and an
-    unpickling, and a small run makes a few dozen in milliseconds. One flusher thread per run
-    (a timer thread per batch cost a thread start each); ``close`` ends it."""
+    unpickling, and a small run makes a few dozen in milliseconds. The batches of every outbox
+    of the process are sent when due by one thread (_LINGER): starting a thread per run cost a
+    run a wake-up before its first node."""
 
     LINGER_S = 0.01
 
@@ -141,10 +142,7 @@ class _Outbox:
         self._send, self._run_id = send, run_id
         self._messages: list[tuple] = []
         self._due: float | None = None     # when the waiting messages must go
-        self._closed = False
         self._lock = threading.Lock()      # sent under it: two flushes never overtake each other
-        self._wake = threading.Condition(self._lock)
-        self._thread: threading.Thread | None = None
 
     def post(self, *message) -> None:
         terminal = message[0] == "events" and message[1][-1].kind in ev.TERMINAL
@@ -154,17 +152,16 @@ class _Outbox:
                 self._flush()
             elif self._due is None:
                 self._due = time.monotonic() + self.LINGER_S
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._linger, daemon=True, name="worker-outbox")
-                    self._thread.start()
-                else:
-                    self._wake.notify()
+                _LINGER.schedule(self, self._due)
 
     def close(self) -> None:
         with self._lock:
             self._flush()
-            self._closed = True
-            self._wake.notify()
+
+    def flush_due(self) -> None:
+        with self._lock:
+            if self._due is not None and self._due <= time.monotonic():
+                self._flush()
 
     def _flush(self) -> None:
         messages, self._messages, self._due = self._messages, [], None
@@ -191,14 +188,39 @@ class _Outbox:
             else:  # an execution-cache entry that cannot cross is simply not cached
                 log.debug("a %s message could not be sent", message[0], exc_info=True)
 
-    def _linger(self) -> None:
-        with self._lock:
-            while not self._closed:
-                left = None if self._due is None else self._due - time.monotonic()
-                if left is not None and left <= 0:
-                    self._flush()
-                else:
-                    self._wake.wait(left)
+
+class _Lingerer:
+    """The thread that sends each outbox's batch when it is due (started on first use)."""
+
+    def __init__(self) -> None:
+        self._due: dict[_Outbox, float] = {}
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, outbox: _Outbox, due: float) -> None:
+        with self._wake:
+            self._due[outbox] = due
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True, name="worker-outbox")
+                self._thread.start()
+            self._wake.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while True:
+                    now = time.monotonic()
+                    ready = [outbox for outbox, due in self._due.items() if due <= now]
+                    if ready:
+                        break
+                    self._wake.wait(min(self._due.values(), default=now + 60) - now)
+                for outbox in ready:
+                    del self._due[outbox]
+            for outbox in ready:   # outside the condition: an outbox's lock is taken before it in post
+                outbox.flush_due()
+
+
+_LINGER = _Lingerer()
 
 
 def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading.Event | None = None,
