@@ -110,7 +110,10 @@ class _CaptureSink(CaptureStore):
         if self._unrecorded.is_set():
             self._send("refused", [(node_id, port) for node_id, port, _ in items])
         else:
-            self._send("captures", [(node_id, port, freeze(value)) for node_id, port, value in items])
+            # Gradients come in a burst at the run's end, where nothing is left to send them
+            # beside: each goes as soon as the backward pass has made it, while the pass goes on.
+            soon = all(port.startswith("__grad") for _, port, _ in items)
+            self._send("captures", [(node_id, port, freeze(value)) for node_id, port, value in items], soon=soon)
 
     def get(self, run_id, node_id, port):
         return None
@@ -142,36 +145,43 @@ class _Outbox:
         self._send, self._run_id = send, run_id
         self._messages: list[tuple] = []
         self._due: float | None = None     # when the waiting messages must go
-        self._lock = threading.Lock()      # sent under it: two flushes never overtake each other
+        self._lock = threading.Lock()      # over the waiting messages: a post never waits for a send
+        self._sending = threading.Lock()   # held while a batch goes: two never overtake each other
 
-    def post(self, *message) -> None:
-        terminal = message[0] == "events" and message[1][-1].kind in ev.TERMINAL
+    def post(self, *message, soon: bool = False) -> None:
+        """Queue a message; ``soon``: it goes as soon as the sending thread can take it."""
+        if message[0] == "events" and message[1][-1].kind in ev.TERMINAL:
+            with self._lock:
+                self._messages.append(message)
+            self.close()
+            return
         with self._lock:
             self._messages.append(message)
-            if terminal:
-                self._flush()
-            elif self._due is None:
-                self._due = time.monotonic() + self.LINGER_S
-                _LINGER.schedule(self, self._due)
+            due = time.monotonic() + (0.0 if soon else self.LINGER_S)
+            if self._due is None or due < self._due:
+                self._due = due
+                _LINGER.schedule(self, due)
 
     def close(self) -> None:
-        with self._lock:
-            self._flush()
+        """Send what waits, now."""
+        self._flush(due_only=False)
 
     def flush_due(self) -> None:
-        with self._lock:
-            if self._due is not None and self._due <= time.monotonic():
-                self._flush()
+        self._flush(due_only=True)
 
-    def _flush(self) -> None:
-        messages, self._messages, self._due = self._messages, [], None
-        if not messages:
-            return
-        try:
-            self._send("batch", messages)
-        except Exception:  # something in it cannot cross (cannot be pickled): each on its own
-            for message in messages:
-                self._send_alone(message)
+    def _flush(self, due_only: bool) -> None:
+        with self._sending:
+            with self._lock:
+                if due_only and (self._due is None or self._due > time.monotonic()):
+                    return
+                messages, self._messages, self._due = self._messages, [], None
+            if not messages:
+                return
+            try:
+                self._send("batch", messages)
+            except Exception:  # something in it cannot cross (cannot be pickled): each on its own
+                for message in messages:
+                    self._send_alone(message)
 
     def _send_alone(self, message: tuple) -> None:
         try:
@@ -233,7 +243,7 @@ def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading
     if scope:
         WEIGHTS.replace(scope, job.weights)
     outbox = _Outbox(send, opts.run_id) if batched else None
-    post = outbox.post if outbox else send
+    post = outbox.post if outbox else lambda *message, soon=False: send(*message)
     try:
         execute(job.plan, opts, lambda event: post("events", [event]),
                 captures=_CaptureSink(post, unrecorded or threading.Event()) if opts.record else None,

@@ -27,6 +27,8 @@ import torch
 
 from .plan import Plan
 
+Keep = Callable[[list[tuple[str, str, Any]]], None]   # keeps captures: (node, port, value)
+
 RUN = ""                      # the node id of run-level captures
 INDEX = "__grad_index"
 TARGET = "__grad_target"
@@ -142,6 +144,8 @@ class GradientCapture:
         self.modules: dict[str, list[torch.nn.Module]] = {}   # node id -> the layers it built
         self._lasting: set[int] = set()   # ids of the layers kept for the next run (Persist weights)
         self._grads: dict[int, torch.Tensor] = {}   # id of a watched output -> its gradient
+        self._keep: Keep | None = None    # while the pass runs: where each gradient goes as it is made
+        self._kept: set[tuple[str, str]] = set()    # (node, port) of the gradients gone so far
 
     def built(self, node_id: str, module: torch.nn.Module, lasting: bool = False) -> None:
         """A node built (or took back a kept) layer: gradients start from nothing this run.
@@ -151,14 +155,26 @@ class GradientCapture:
         if lasting:
             self._lasting.add(id(module))
 
-    def watch(self, outputs: dict[str, Any]) -> None:
+    def watch(self, node_id: str, outputs: dict[str, Any]) -> None:
         """A node's outputs keep their gradient once the backward pass has run: the tensor the
         pass hands on, held by reference (``retain_grad`` would copy each one; the one pass
         never changes it in place, since autograd adds in place only into a gradient no one
         else holds)."""
         for port, value in outputs.items():
             if not port.startswith("__") and tracks_gradients(value) and not value.is_leaf:
-                value.register_hook(functools.partial(self._grads.__setitem__, id(value)))
+                value.register_hook(functools.partial(self._arrived, node_id, port, id(value)))
+
+    def _arrived(self, node_id: str, port: str, key: int, grad: torch.Tensor) -> None:
+        self._grads[key] = grad
+        if self._keep is not None:
+            self._send(node_id, output_port(port), grad.detach())
+
+    def _accumulated(self, node_id: str, name: str, lasting: bool, param: torch.Tensor) -> None:
+        self._send(node_id, weight_port(name), _weight_grad(param, lasting))
+
+    def _send(self, node_id: str, port: str, grad: torch.Tensor | None) -> None:
+        self._kept.add((node_id, port))
+        self._keep([(node_id, port, grad)])
 
     def grad(self, tensor: torch.Tensor) -> torch.Tensor | None:
         """An output's gradient from the backward pass (a leaf's own ``.grad``), or None."""
@@ -167,14 +183,31 @@ class GradientCapture:
         grad = tensor.grad if tensor.is_leaf else self._grads.get(id(tensor))
         return None if grad is None else grad.detach()
 
-    @staticmethod
-    def backward(target: Target) -> None:
-        if target.tensor is not None:
+    def backward(self, target: Target, keep: Keep | None = None) -> None:
+        """The backward pass from the target. ``keep``: each gradient goes there the moment
+        the pass has made it (an output's, then each parameter's once accumulated), so a run
+        worker sends it while the pass goes on; ``kept`` then yields only the rest."""
+        if target.tensor is None:
+            return
+        hooks = []
+        if keep is not None:
+            for node_id, modules in self.modules.items():
+                for module in modules:
+                    lasting = id(module) in self._lasting
+                    hooks += [param.register_post_accumulate_grad_hook(
+                                  functools.partial(self._accumulated, node_id, name, lasting))
+                              for name, param in module.named_parameters() if param.requires_grad]
+        self._keep = keep
+        try:
             target.tensor.sum().backward()
+        finally:
+            self._keep = None
+            for hook in hooks:
+                hook.remove()
 
     def kept(self, plan: Plan, outputs: dict[str, dict[str, Any]], target: Target) -> Iterator[tuple[str, str, Any]]:
-        """(node, port, value) of every capture the Backward tab reads, the run's first."""
-        yield RUN, TARGET, {"ran": target.tensor is not None, "shown": target.shown, "text": target.text}
+        """(node, port, value) of every capture the Backward tab reads but the target's
+        (``target_capture``) and the gradients that went while the pass ran."""
         if not target.shown:
             return
         layers = []
@@ -185,15 +218,22 @@ class GradientCapture:
                      if not p.startswith("__") and isinstance(v, torch.Tensor) and v.is_floating_point()]
             weights = []
             for port in ports:
-                yield node.id, output_port(port), self.grad(outputs[node.id][port])
+                if (node.id, output_port(port)) not in self._kept:
+                    yield node.id, output_port(port), self.grad(outputs[node.id][port])
             for module in self.modules.get(node.id, ()):
                 lasting = id(module) in self._lasting
                 for name, param in module.named_parameters():
                     weights.append(name)
-                    yield node.id, weight_port(name), _weight_grad(param, lasting)
+                    if (node.id, weight_port(name)) not in self._kept:
+                        yield node.id, weight_port(name), _weight_grad(param, lasting)
                 layers += _layers(node.id, node.label, module)
             yield node.id, INDEX, {"outputs": ports, "weights": weights}
         yield RUN, LAYERS, layers
+
+
+def target_capture(target: Target) -> tuple[str, str, dict[str, Any]]:
+    """The run's first gradient capture: what the backward pass starts from, or why none ran."""
+    return RUN, TARGET, {"ran": target.tensor is not None, "shown": target.shown, "text": target.text}
 
 
 def _weight_grad(param: torch.Tensor, lasting: bool) -> torch.Tensor | None:
