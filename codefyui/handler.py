@@ -14,7 +14,11 @@ WebSockets do not pass through here; their consumers' short database reads
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
-from django.core.handlers.asgi import ASGIHandler
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+from django.http import HttpResponseBase
+from django.urls import set_script_prefix
 
 
 class SyncStackASGIHandler(ASGIHandler):
@@ -28,5 +32,29 @@ class SyncStackASGIHandler(ASGIHandler):
             raise ValueError(f"Django serves HTTP only, not {scope['type']}")
         await self.handle(scope, receive, send)  # no per-request ThreadSensitiveContext
 
-    async def get_response_async(self, request):
-        return await sync_to_async(self.get_response, thread_sensitive=True)(request)
+    async def handle(self, scope, receive, send) -> None:
+        """Django's, in one hop to the sync thread where Django makes three (request_started,
+        the view, the response's close with request_finished), and without a task listening
+        for a disconnect beside each request: a view here returns in milliseconds (a long
+        wait is the ASGI middleware's, apps/runs/api.py)."""
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        set_script_prefix(get_script_prefix(scope))
+        try:
+            response = await sync_to_async(self._respond, thread_sensitive=True)(scope, body_file)
+            await self.send_response(response, send)
+            if response.streaming:   # its content has gone out only now
+                await sync_to_async(response.close, thread_sensitive=True)()
+        finally:
+            body_file.close()
+
+    def _respond(self, scope, body_file) -> HttpResponseBase:
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, response = self.create_request(scope, body_file)
+        if request is not None:
+            response = self.get_response(request)
+        if not response.streaming:
+            response.close()   # its content is bytes already
+        return response

@@ -22,6 +22,7 @@ from django.utils import timezone
 from apps.graphs.document import run_settings, seed_value
 from apps.graphs.models import PackSwitch
 from apps.graphs.nodes.base import SCRIPTS_OFF
+from apps.graphs.nodes.packs import pack_name
 from codefyui import conf
 
 from . import engine, workers
@@ -236,7 +237,9 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
     """Validate, record a queued Run and put it in the fair queue. Raises RunRefused.
     ``weights_scope`` names whose kept layers Persist weights between runs reuses."""
     options = run_options(doc, overrides)
-    planned = plan(doc, PackSwitch.enabled_packs())
+    planned = plan(doc)
+    if any(pack_name(node.cls.type) for node in planned.nodes.values()):  # the switches only matter then
+        planned = plan(doc, PackSwitch.enabled_packs())
     named = [n.label for n in planned.nodes.values() if n.cls.script]
     scripts = bool(named) and ScriptNodes.on()  # the switch is read only for a graph that needs it
     if named and not scripts:
