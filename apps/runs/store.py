@@ -107,6 +107,7 @@ class MemoryCaptureStore(CaptureStore):
         self.max_runs = conf.RUN_OUTPUT_STORE_MAX_RUNS if max_runs is None else max_runs
         self.max_bytes = conf.RUN_OUTPUT_STORE_MAX_MB * 2**20 if max_bytes is None else max_bytes
         self._runs: OrderedDict[str, _Run] = OrderedDict()   # oldest first (by first write)
+        self._bytes = 0                                     # of every run held: a put costs O(1), not O(runs)
         self._open: set[str] = set()
         self._serial = itertools.count(1)
         self._lock = threading.Lock()
@@ -136,11 +137,13 @@ class MemoryCaptureStore(CaptureStore):
             if self._stopped(run_id, slot):
                 return
             run = self._runs.setdefault(run_id, _Run())
+            before = run.bytes
             fresh, held = _would_hold(run, slot, frozen)
-            writing = sum(r.bytes for other, r in self._runs.items() if other in self._open and other != run_id)
+            writing = sum(self._runs[other].bytes for other in self._open if other != run_id and other in self._runs)
             if self.max_bytes > 0 and held + writing > self.max_bytes:
                 if run.slots.pop(slot, None) is not None:  # never leave an older value behind
                     run.recount()
+                    self._bytes += run.bytes - before
                 run.stopped = True
                 run.refused.add(slot)
                 raise RecordingStopped(run.bytes)
@@ -151,6 +154,7 @@ class MemoryCaptureStore(CaptureStore):
             else:
                 run.storages.update(fresh)
                 run.bytes = held
+            self._bytes += run.bytes - before
             self._evict(keep=run_id)
 
     def refused(self, run_id: str, node_id: str, port: str) -> bool:
@@ -181,24 +185,29 @@ class MemoryCaptureStore(CaptureStore):
 
     def drop_run(self, run_id: str) -> bool:
         with self._lock:
-            return self._runs.pop(run_id, None) is not None
+            run = self._runs.pop(run_id, None)
+            if run is not None:
+                self._bytes -= run.bytes
+            return run is not None
 
     def usage(self) -> dict[str, int]:
         with self._lock:
             return {"runs": len(self._runs), "max_runs": self.max_runs,
-                    "bytes": sum(r.bytes for r in self._runs.values()), "max_bytes": self.max_bytes}
+                    "bytes": self._bytes, "max_bytes": self.max_bytes}
 
     def _evict(self, keep: str | None = None) -> None:
         """Drop whole runs, oldest first, until both budgets hold (open runs are never dropped)."""
+        def over() -> bool:
+            return len(self._runs) > self.max_runs or (self.max_bytes > 0 and self._bytes > self.max_bytes)
+
+        if not over():
+            return
         protected = self._open | ({keep} if keep else set())
-        total = sum(r.bytes for r in self._runs.values())
         for run_id in list(self._runs):
-            over_count = len(self._runs) > self.max_runs
-            over_bytes = self.max_bytes > 0 and total > self.max_bytes
-            if not (over_count or over_bytes):
+            if not over():
                 return
             if run_id not in protected:
-                total -= self._runs.pop(run_id).bytes
+                self._bytes -= self._runs.pop(run_id).bytes
 
 
 def _would_hold(run: _Run, slot: tuple[str, str], value: Any) -> tuple[dict[StorageKey, int], int]:

@@ -313,10 +313,27 @@ class _Pickler(ForkingPickler):
             self._fds.append(fd)
         return self._index[fd]
 
-    def persistent_id(self, obj: Any):
+    def reducer_override(self, obj: Any):
+        """A plain CPU tensor as its storage and layout (torch's own reduction makes a typed
+        storage and a dozen objects per tensor); a CPU storage, and the arena's offer, as
+        where their bytes lie (``_place``). Everything else as torch.multiprocessing would.
+        Unlike ``persistent_id``, which pickle asks about every object (a message's events
+        are a thousand strings and numbers), this is asked only about objects of other types."""
+        kind = type(obj)
+        if kind is torch.Tensor and _plain_cpu(obj):
+            return _tensor, (obj.untyped_storage(), obj.dtype, obj.storage_offset(), tuple(obj.shape), obj.stride(),
+                             obj.requires_grad)
+        if kind is torch.UntypedStorage or kind is _Offer:
+            where = self._place(obj)
+            if where is not None:
+                return _received, (where,)
+        return NotImplemented
+
+    def _place(self, obj: Any) -> tuple | None:
+        """Where a storage's bytes go, as the receiver's ``_Unpickler.storage`` reads it."""
         if type(obj) is _Offer:
             return "offer", self._fd(obj.arena.fd), obj.arena.size
-        if type(obj) is not torch.UntypedStorage or obj.device.type != "cpu" or obj.nbytes() == 0:
+        if obj.device.type != "cpu" or obj.nbytes() == 0:
             return None
         self.storages.append(obj)
         size = obj.nbytes()
@@ -341,6 +358,23 @@ class _Pickler(ForkingPickler):
         return "shm", self._fd(value), size
 
 
+def _plain_cpu(t: torch.Tensor) -> bool:
+    return (t.device.type == "cpu" and t.layout == torch.strided and not t.is_quantized and not t.is_conj()
+            and not t.is_neg() and (t.is_leaf or not t.requires_grad))
+
+
+def _tensor(storage, dtype, offset, size, stride, requires_grad) -> torch.Tensor:
+    t = torch.empty(0, dtype=dtype).set_(storage, offset, size, stride)
+    return t.requires_grad_() if requires_grad else t
+
+
+_LOADING = threading.local()   # the unpickler at work in this thread
+
+
+def _received(where: tuple) -> Any:
+    return _LOADING.unpickler.storage(where)
+
+
 def _bytes_of(storage: torch.UntypedStorage) -> bytes:
     return bytes(torch.empty(0, dtype=torch.uint8).set_(storage).numpy())
 
@@ -352,7 +386,14 @@ class _Unpickler(pickle.Unpickler):
         self._wire = wire
         self._inline: list[torch.UntypedStorage] = []
 
-    def persistent_load(self, pid):
+    def load(self) -> Any:
+        _LOADING.unpickler = self
+        try:
+            return super().load()
+        finally:
+            _LOADING.unpickler = None
+
+    def storage(self, pid: tuple) -> Any:
         kind = pid[0]
         if kind == "bytes":
             storage = torch.frombuffer(bytearray(pid[2]), dtype=torch.uint8).untyped_storage()
