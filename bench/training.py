@@ -13,6 +13,7 @@ Run: .venv/bin/python bench/training.py [--runs N] [--threads T]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import threading
@@ -145,6 +146,9 @@ class _Ctx:
 
     def module(self, build):
         return build()
+
+    def unguarded(self):
+        return contextlib.nullcontext()
 
     def log(self, text):
         pass
