@@ -320,6 +320,8 @@ class _Pickler(ForkingPickler):
         Unlike ``persistent_id``, which pickle asks about every object (a message's events
         are a thousand strings and numbers), this is asked only about objects of other types."""
         kind = type(obj)
+        if kind is torch.Tensor and (obj.is_conj() or obj.is_neg()):   # torch's reduction drops the bit
+            obj = obj.resolve_conj().resolve_neg()
         if kind is torch.Tensor and _plain_cpu(obj):
             return _tensor, (obj.untyped_storage(), obj.dtype, obj.storage_offset(), tuple(obj.shape), obj.stride(),
                              obj.requires_grad)
@@ -359,8 +361,8 @@ class _Pickler(ForkingPickler):
 
 
 def _plain_cpu(t: torch.Tensor) -> bool:
-    return (t.device.type == "cpu" and t.layout == torch.strided and not t.is_quantized and not t.is_conj()
-            and not t.is_neg() and (t.is_leaf or not t.requires_grad))
+    return (t.device.type == "cpu" and t.layout == torch.strided and not t.is_quantized
+            and (t.is_leaf or not t.requires_grad))
 
 
 def _tensor(storage, dtype, offset, size, stride, requires_grad) -> torch.Tensor:

@@ -327,3 +327,55 @@ def test_engine_threads_are_kept_between_runs_but_never_a_pool_whose_node_still_
     release.set()
     assert not threads.still_computing(wait_s=1.0)
 
+
+
+@register
+class _Where(Node):
+    """Test node: notes the thread it ran in; ``meet`` waits at a barrier for its sibling."""
+    type = "test:Where"
+    category = "Utility"
+    inputs = (Port("tensor"),)
+    outputs = (Port("tensor"),)
+    threads: list[int] = []
+    barrier = threading.Barrier(2, timeout=5)
+
+    def run(self, ctx, params, tensor):
+        self.threads.append(threading.get_ident())
+        if params.get("meet"):
+            self.barrier.wait()
+        return {"tensor": tensor}
+
+
+def _fan(*branches: list[dict]) -> dict:
+    """Start → TensorInput, then each branch a chain of test:Where nodes (their params) from it."""
+    nodes = [{"id": "start", "type": "Start"},
+             {"id": "in", "type": "TensorInput", "data": {"params": {"shape": "2", "value_mode": "ones"}}}]
+    edges = [{"id": "t", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": "in"}]
+    for b, branch in enumerate(branches):
+        previous = "in"
+        for i, params in enumerate(branch):
+            node = f"w{b}{i}"
+            nodes.append({"id": node, "type": "test:Where", "data": {"params": params}})
+            edges.append({"id": f"e{node}", "source": previous, "sourceHandle": "tensor", "target": node,
+                          "targetHandle": "tensor"})
+            previous = node
+    return document.normalise({"nodes": nodes, "edges": edges})
+
+
+def test_a_straight_line_of_nodes_runs_in_one_engine_thread():
+    """A chain goes from node to node in its own thread, without handing each to another."""
+    _Where.threads = []
+    outcome, _ = run(_fan([{}, {}, {}, {}]))
+    assert outcome.status == "succeeded"
+    assert len(_Where.threads) == 4 and len(set(_Where.threads)) == 1
+    assert _Where.threads[0] != threading.get_ident()
+
+
+def test_independent_branches_run_side_by_side():
+    """Two branches from one node run at once (each waits for the other at a barrier), and
+    the run ends once both have."""
+    _Where.threads, _Where.barrier = [], threading.Barrier(2, timeout=5)
+    outcome, events = run(_fan([{"meet": True}, {}], [{"meet": True}, {}]), max_parallel=2)
+    assert outcome.status == "succeeded", outcome.error
+    assert len(set(_Where.threads)) == 2
+    assert [k for k in kinds(events) if k in ev.TERMINAL] == [ev.RUN_COMPLETED]

@@ -203,3 +203,23 @@ def test_a_message_that_cannot_be_pickled_leaves_no_slice_in_use(worker_and_serv
     with pytest.raises(Exception):
         worker.send(("captures", [torch.rand(128, 256), lambda: None]))
     assert worker.arena.free_bytes() == full
+
+
+@pytest.mark.filterwarnings("ignore:Sparse invariant checks")
+def test_tensors_of_every_layout_and_flag_cross_as_they_were(ends):
+    """Plain CPU tensors take the wire's short form (storage, dtype, offset, size, stride); the
+    rest (a parameter, a conjugate or negative view, a sparse tensor) torch's own reductions."""
+    sender, receiver = ends
+    base = torch.arange(24, dtype=torch.float64).reshape(4, 6)
+    weight = torch.ones(3, requires_grad=True)
+    values = [base.t(), base[1:, ::2], torch.tensor(3, dtype=torch.int8), torch.ones(2, dtype=torch.bfloat16),
+              weight, torch.nn.Parameter(torch.zeros(2)), torch.tensor([1 + 2j]).conj(),
+              torch.eye(3).to_sparse(), torch.empty(0)]
+    sender.send(("values", values))
+    _, got = receiver.recv()
+    for sent, came in zip(values, got):
+        assert type(came) is type(sent) and came.dtype == sent.dtype and came.shape == sent.shape
+        assert came.requires_grad == sent.requires_grad
+        assert torch.equal(came.to_dense().resolve_conj(), sent.detach().to_dense().resolve_conj())
+        if sent.layout == torch.strided:
+            assert came.stride() == sent.stride()
