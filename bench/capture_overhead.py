@@ -62,10 +62,11 @@ def in_this_process(plan, store, record: bool) -> float:
     return time.perf_counter() - started
 
 
-def through(pool: WorkerPool, plan, store, record: bool) -> float:
-    """One run as the server runs it: in a worker, its events and captures coming back here.
-    Returns the seconds from handing it over to its terminal event (its captures are in the
-    store by then); the worker's tidying after that (its "done") is waited for, not counted."""
+def through(pool: WorkerPool, plan, store, **options) -> tuple[float, str]:
+    """One run as the server runs it (``options``: its RunOptions): in a worker, its events and
+    captures coming back here. Returns the seconds from handing it over to its terminal event
+    (its captures are in the store by then; the worker's tidying after that, its "done", is
+    waited for, not counted) and the run's id. bench/gradients.py times its runs so too."""
     ended, free, ends = threading.Event(), threading.Event(), []
 
     def emit(event):
@@ -73,14 +74,14 @@ def through(pool: WorkerPool, plan, store, record: bool) -> float:
             ends.append(time.perf_counter())
             ended.set()
 
-    assignment = Assignment(Job(plan, RunOptions(run_id=uuid.uuid4().hex, record=record)), emit, store, None,
-                            lambda a: free.set())
+    run_id = uuid.uuid4().hex
+    assignment = Assignment(Job(plan, RunOptions(run_id=run_id, **options)), emit, store, None, lambda a: free.set())
     started = time.perf_counter()
     assert pool.run(assignment)
     ended.wait(60)
     assert ends, "the run did not complete"
     free.wait(60)
-    return ends[0] - started
+    return ends[0] - started, run_id
 
 
 def main() -> None:
@@ -97,7 +98,7 @@ def main() -> None:
     try:
         while not pool.free():
             time.sleep(0.05)
-        w_on, w_off = interleaved(args.runs, lambda record: through(pool, plan, store, record))
+        w_on, w_off = interleaved(args.runs, lambda record: through(pool, plan, store, record=record)[0])
     finally:
         pool.close()
     print(f"through a run worker: median run, recording off {w_off * 1e3:.2f} ms, on {w_on * 1e3:.2f} ms: "

@@ -15,9 +15,7 @@ import argparse
 import os
 import statistics
 import sys
-import threading
 import time
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -25,10 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from apps.graphs import document  # noqa: E402
-from apps.runs.engine import RunOptions, plan_run  # noqa: E402
+from apps.runs.engine import plan_run  # noqa: E402
 from apps.runs.engine import gradients as gr  # noqa: E402
 from apps.runs.store import MemoryCaptureStore  # noqa: E402
-from apps.runs.workers import NICE, Assignment, Job, WorkerPool  # noqa: E402
+from apps.runs.workers import NICE, WorkerPool  # noqa: E402
+
+import capture_overhead  # noqa: E402  (bench/, beside this script)
 
 BATCH, WIDTH, HIDDEN, CLASSES = 256, 512, 3, 10
 
@@ -49,30 +49,13 @@ def mlp_graph() -> dict:
 
 
 def through(pool: WorkerPool, plan, store, gradients: bool = True) -> float:
-    """One run as the server runs it: in a worker, its events and captures (outputs, and with
-    Capture gradients the gradients) coming back here. Without Capture gradients BackwardOnce
-    runs the same backward pass itself and nothing of it is kept. Returns the seconds from
-    handing the run over to its terminal event, when the run reads succeeded with everything it
-    captured stored here; the worker's own tidying after that (its "done") is waited for but
-    not counted."""
-    ended, free, ends = threading.Event(), threading.Event(), []
-
-    def emit(event):
-        if event.kind == "run_completed":
-            ends.append(time.perf_counter())
-            ended.set()
-
-    run_id = uuid.uuid4().hex
-    assignment = Assignment(Job(plan, RunOptions(run_id=run_id, gradients=gradients)), emit, store, None,
-                            lambda a: free.set())
-    started = time.perf_counter()
-    assert pool.run(assignment)
-    ended.wait(120)
-    assert ends, "the run did not complete"
-    free.wait(120)
+    """One run as the server runs it, timed to its terminal event (capture_overhead.through):
+    its outputs, and with Capture gradients the gradients, come back here. Without Capture
+    gradients BackwardOnce runs the same backward pass itself and nothing of it is kept."""
+    seconds, run_id = capture_overhead.through(pool, plan, store, gradients=gradients)
     assert not gradients or store.get(run_id, gr.RUN, gr.TARGET).value["ran"], "no backward pass ran"
     store.drop_run(run_id)
-    return ends[0] - started
+    return seconds
 
 
 def by_hand() -> float:

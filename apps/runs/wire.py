@@ -320,12 +320,13 @@ class _Pickler(ForkingPickler):
         Unlike ``persistent_id``, which pickle asks about every object (a message's events
         are a thousand strings and numbers), this is asked only about objects of other types."""
         kind = type(obj)
-        if kind is torch.Tensor and (obj.is_conj() or obj.is_neg()):   # torch's reduction drops the bit
-            obj = obj.resolve_conj().resolve_neg()
-        if kind is torch.Tensor and _plain_cpu(obj):
-            return _tensor, (obj.untyped_storage(), obj.dtype, obj.storage_offset(), tuple(obj.shape), obj.stride(),
-                             obj.requires_grad)
-        if kind is torch.UntypedStorage or kind is _Offer:
+        if kind is torch.Tensor:
+            if obj.is_conj() or obj.is_neg():   # torch's own reduction drops the bit
+                obj = obj.resolve_conj().resolve_neg()
+            if _plain_cpu(obj):
+                return _tensor, (obj.untyped_storage(), obj.dtype, obj.storage_offset(), tuple(obj.shape),
+                                 obj.stride(), obj.requires_grad)
+        elif kind is torch.UntypedStorage or kind is _Offer:
             where = self._place(obj)
             if where is not None:
                 return _received, (where,)

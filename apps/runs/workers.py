@@ -110,10 +110,7 @@ class _CaptureSink(CaptureStore):
         if self._unrecorded.is_set():
             self._send("refused", [(node_id, port) for node_id, port, _ in items])
         else:
-            # Gradients come in a burst at the run's end, where nothing is left to send them
-            # beside: each goes as soon as the backward pass has made it, while the pass goes on.
-            soon = all(port.startswith("__grad") for _, port, _ in items)
-            self._send("captures", [(node_id, port, freeze(value)) for node_id, port, value in items], soon=soon)
+            self._send("captures", [(node_id, port, freeze(value)) for node_id, port, value in items])
 
     def get(self, run_id, node_id, port):
         return None
@@ -148,19 +145,20 @@ class _Outbox:
         self._lock = threading.Lock()      # over the waiting messages: a post never waits for a send
         self._sending = threading.Lock()   # held while a batch goes: two never overtake each other
 
-    def post(self, *message, soon: bool = False) -> None:
-        """Queue a message; ``soon``: it goes as soon as the sending thread can take it."""
-        if message[0] == "events" and message[1][-1].kind in ev.TERMINAL:
-            with self._lock:
-                self._messages.append(message)
-            self.close()
-            return
+    def post(self, *message) -> None:
+        terminal = message[0] == "events" and message[1][-1].kind in ev.TERMINAL
         with self._lock:
             self._messages.append(message)
-            due = time.monotonic() + (0.0 if soon else self.LINGER_S)
-            if self._due is None or due < self._due:
-                self._due = due
-                _LINGER.schedule(self, due)
+            if not terminal:
+                # Gradients come in a burst at the run's end, where nothing is left to send them
+                # beside: each goes as soon as the backward pass has made it, while the pass goes on.
+                soon = message[0] == "captures" and all(port.startswith("__grad") for _, port, _ in message[1])
+                due = time.monotonic() + (0.0 if soon else self.LINGER_S)
+                if self._due is None or due < self._due:
+                    self._due = due
+                    _LINGER.schedule(self, due)
+        if terminal:
+            self.close()
 
     def close(self) -> None:
         """Send what waits, now."""
@@ -243,7 +241,7 @@ def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading
     if scope:
         WEIGHTS.replace(scope, job.weights)
     outbox = _Outbox(send, opts.run_id) if batched else None
-    post = outbox.post if outbox else lambda *message, soon=False: send(*message)
+    post = outbox.post if outbox else send
     try:
         execute(job.plan, opts, lambda event: post("events", [event]),
                 captures=_CaptureSink(post, unrecorded or threading.Event()) if opts.record else None,
