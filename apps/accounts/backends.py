@@ -16,14 +16,17 @@ REMEMBER_S = 10.0   # how long a token's user is remembered in this process
 REMEMBER_MAX = 4096  # tokens remembered at once (a school's accounts; past it, start afresh)
 
 # digest -> (user, monotonic time it was read). A script that waits on its runs makes two
-# requests a run, and the token's lookup was most of a small request's cost. Any change to a
-# token or a user forgets everything in this process at once; another server process reads
-# the change within REMEMBER_S.
+# requests a run, and the token's lookup was most of a small request's cost. A change to a
+# token or a user forgets that user's tokens in this process at once (a login saves the
+# user too: forgetting everyone's then would cost every student a lookup); another server
+# process, or a bulk update that sends no signal, is read within REMEMBER_S.
 _remembered: dict[str, tuple[object, float]] = {}
 
 
-def forget_tokens(**_) -> None:
-    _remembered.clear()
+def forget_tokens(sender, instance, **_) -> None:
+    user_id = instance.user_id if sender is ApiToken else instance.pk
+    for digest in [d for d, (user, _) in _remembered.items() if user.pk == user_id]:
+        _remembered.pop(digest, None)
 
 
 for _sender in (ApiToken, get_user_model()):  # a token replaced or deleted, a user changed or deleted

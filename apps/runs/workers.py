@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import gc
 import logging
 import os
 import signal
@@ -328,6 +329,11 @@ def worker_main(sock: socket.socket, threads: int) -> None:
                 os._exit(0)
 
     warm_up()  # what the element limit's first meta run loads, before the first run needs it
+    # What start-up built (torch, the node library: ~290,000 objects) goes beyond the cyclic
+    # collector, as in the server (codefyui/asgi.py): a full collection walked all of it, about
+    # 150 ms on a 2-core VM, in the middle of whichever run's allocation set it off.
+    gc.collect()
+    gc.freeze()
     send("ready", os.getpid(), wire.offer())   # the server maps the arena once
     threading.Thread(target=serve, daemon=True, name="worker-serve").start()
     serve()

@@ -55,6 +55,21 @@ def test_a_replaced_token_or_a_deactivated_user_is_refused_at_once(client, stude
     assert client.get("/api/graphs", HTTP_AUTHORIZATION=f"Bearer {new}").status_code == 401
 
 
+def test_another_students_change_keeps_this_students_token_remembered(client, student, stranger):
+    """A login saves the user: only that user's remembered tokens are forgotten, not the class's."""
+    from apps.accounts import backends
+    token = ApiToken.issue(student)
+    assert client.get("/api/graphs", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 200
+    digest = ApiToken.hash(token)
+    assert digest in backends._remembered
+    stranger.first_name = "Changed"
+    stranger.save()
+    ApiToken.issue(stranger)
+    assert digest in backends._remembered
+    student.save()
+    assert digest not in backends._remembered
+
+
 def test_a_graph_is_created_read_and_listed_for_its_owner_only(student_client, client, stranger, walkthrough):
     created = post(student_client, "/api/graphs", walkthrough)
     assert created.status_code == 201
