@@ -6,7 +6,9 @@ started with it), and wait for their run with ``GET /api/runs/{id}?wait=30``.
 Prints the median and p95 from submit to the terminal status, unseeded and seeded (other
 students for each burst, so no one's execution cache helps), the server's CPU milliseconds
 per run (its process and its run workers: utime + stime from /proc), and the same for
-examples/walkthrough.json run on its own (10 runs one after another).
+examples/walkthrough.json run on its own (10 runs one after another). The server process's
+CPU for a whole burst is printed too: its Python work (HTTP, Django, reading the workers'
+results) is serialised by the GIL, so it bounds the p95 from below on any machine.
 
 Goals (issue 11): p95 <= 0.15 s with seeded within 10 % of unseeded, <= 10 ms of server CPU
 per CNN run, <= 10 ms for one walkthrough run.
@@ -199,7 +201,8 @@ def main() -> None:
           f"({workers['workers']} run workers, {os.cpu_count()} cores)")
     for name, (median, p95, cpu) in figures.items():
         print(f"{name:9s}: submit to terminal status median {median:.3f} s, p95 {p95:.3f} s; "
-              f"server CPU {sum(cpu):.1f} ms per run ({cpu[0]:.1f} server process + {cpu[1]:.1f} run workers)")
+              f"server CPU {sum(cpu):.1f} ms per run ({cpu[0]:.1f} server process + {cpu[1]:.1f} run workers); "
+              f"the server process computed {cpu[0] * n / 1e3:.3f} s of the burst on its one interpreter")
     ratio = figures["seeded"][1] / figures["unseeded"][1]
     print(f"seeded p95 / unseeded p95 = {ratio:.2f}")
     print(f"one walkthrough run alone (10 one after another): median {alone:.3f} s, server CPU "
