@@ -41,7 +41,10 @@ class ApiTokenBackend(ModelBackend):
         digest = ApiToken.hash(api_token)
         user, read_at = _remembered.get(digest, (None, 0.0))
         if user is None or time.monotonic() - read_at > REMEMBER_S:
-            token = ApiToken.objects.select_related("user").filter(digest=digest).first()
+            try:   # get(), not first(): the digest is unique, and no ORDER BY is built
+                token = ApiToken.objects.select_related("user").get(digest=digest)
+            except ApiToken.DoesNotExist:
+                token = None
             if token is None or not self.user_can_authenticate(token.user):
                 _remembered.pop(digest, None)
                 return None
