@@ -25,8 +25,9 @@ _remembered: dict[str, tuple[object, float]] = {}
 
 def forget_tokens(sender, instance, **_) -> None:
     user_id = instance.user_id if sender is ApiToken else instance.pk
-    for digest in [d for d, (user, _) in _remembered.items() if user.pk == user_id]:
-        _remembered.pop(digest, None)
+    for digest, (user, _) in list(_remembered.items()):   # a copy: a request may remember a token meanwhile
+        if user.pk == user_id:
+            _remembered.pop(digest, None)
 
 
 for _sender in (ApiToken, get_user_model()):  # a token replaced or deleted, a user changed or deleted
