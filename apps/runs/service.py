@@ -366,7 +366,7 @@ class _Recorder:
         self.log: list[dict[str, Any]] = []
         self.fields: dict[str, Any] = {}
         self._dirty = False
-        self._written = 0.0
+        self._written = time.monotonic()  # the row's insert: a run that ends within 0.25 s costs one write
         self._lock = threading.Lock()
 
     def __call__(self, event: ev.Event) -> None:
