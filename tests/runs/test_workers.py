@@ -113,7 +113,7 @@ def test_a_worker_killed_from_outside_fails_only_its_run(ready, student, strange
     started_in(tmp_path / "b")
     doomed = service.wait_for(doomed.pk)
     assert doomed.status == "failed" and doomed.error == "The run's worker stopped unexpectedly; run it again"
-    assert Run.objects.get(pk=other.pk).status == "running"
+    assert service.current(Run.objects.get(pk=other.pk)).status == "running"
     release(tmp_path / "b")
     assert service.wait_for(other.pk).status == "succeeded"
 
@@ -140,6 +140,18 @@ def test_runs_are_taken_round_robin_across_students_and_each_may_queue_three(rea
     started = sorted(runs, key=lambda r: r.started)
     assert [r.pk for r in started] == [r.pk for r in (first, queued[0], queued[2], queued[1], queued[3])]
 
+
+def test_the_runs_panel_shows_what_a_runs_recorder_knows_before_its_row_is_written(ready, student, tmp_path, client):
+    """A run's row is written at most every 0.25 s (a short run: once, at its end): the Runs
+    panel shows a started run as running even while its row still says queued."""
+    run = start(student, graph("test:Hold", path=str(tmp_path / "a")))
+    started_in(tmp_path / "a")
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.QUEUED)   # the row as it may be for 0.25 s
+    client.force_login(student)
+    page = client.get("/editor/").content.decode()
+    assert '<td class="status-running">Running</td>' in page
+    release(tmp_path / "a")
+    assert service.wait_for(run.pk).status == "succeeded"
 
 
 def test_a_run_in_a_worker_saves_in_its_owners_files(ready, student, stranger):
