@@ -151,10 +151,7 @@ class _Outbox:
         with self._lock:
             self._messages.append(message)
             if not terminal:
-                # Gradients come in a burst at the run's end, where nothing is left to send them
-                # beside: each goes as soon as the backward pass has made it, while the pass goes on.
-                soon = message[0] == "captures" and all(port.startswith("__grad") for _, port, _ in message[1])
-                due = time.monotonic() + (0.0 if soon else self.LINGER_S)
+                due = time.monotonic() + self.LINGER_S
                 if self._due is None or due < self._due:
                     self._due = due
                     _LINGER.schedule(self, due)

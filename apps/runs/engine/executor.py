@@ -524,8 +524,6 @@ class _Runner:
             self.emit(ev.Event(ev.NODE_ERROR, self.options.run_id, node.id, error=payload, level="error"))
             shared = sum(other.label == node.label for other in self.plan.nodes.values()) > 1
             return f"{node.label} ({node.id}) failed: {payload}" if shared else f"{node.label} failed: {payload}"
-        if self.gradients is not None:
-            self.gradients.watch(node.id, payload)
         self.outcome.nodes[node.id] = NodeResult("completed", summary=summary, seconds=seconds)
         self._done(node, payload)
         if self.cache is not None and node.id in self.keys:
@@ -568,15 +566,14 @@ class _Runner:
 
     def _backward(self) -> None:
         """Capture gradients, after the forward pass: one backward pass from the target, logged
-        by name, and its gradients kept (each as the pass makes it: a worker sends them while
-        it goes on). A failing backward is logged; the run still succeeds."""
+        by name, and its gradients kept. A failing backward is logged; the run still succeeds."""
         target = pick_target(self.plan, self.results, self.options.auto_loss)
         level = "info" if target.shown else "warning"
         keep = self._keep if self.captures is not None else None
         if keep:
             keep([target_capture(target)])   # first: it says why, should the store stop the rest
         try:
-            self.gradients.backward(target, keep)
+            self.gradients.backward(target, self.results)
         except Exception as exc:
             log.warning("backward pass failed\n%s", traceback.format_exc())
             target.text, target.shown = f"Capture gradients: the backward pass failed: {_plain(exc)}", False

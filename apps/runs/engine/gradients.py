@@ -18,7 +18,6 @@ every run).
 """
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
@@ -26,8 +25,6 @@ from typing import Any, Callable, Iterable, Iterator
 import torch
 
 from .plan import Plan
-
-Keep = Callable[[list[tuple[str, str, Any]]], None]   # keeps captures: (node, port, value)
 
 RUN = ""                      # the node id of run-level captures
 INDEX = "__grad_index"
@@ -143,71 +140,47 @@ class GradientCapture:
     def __init__(self) -> None:
         self.modules: dict[str, list[torch.nn.Module]] = {}   # node id -> the layers it built
         self._lasting: set[int] = set()   # ids of the layers kept for the next run (Persist weights)
-        self._grads: dict[int, torch.Tensor] = {}   # id of a watched output -> its gradient
-        self._keep: Keep | None = None    # while the pass runs: where each gradient goes as it is made
-        self._kept: set[tuple[str, str]] = set()    # (node, port) of the gradients gone so far
+        self._grads: dict[int, torch.Tensor | None] = {}     # id of an output or a parameter -> its gradient
+        self._ran = False                 # the backward pass ran here (not a TrainingLoop's)
 
     def built(self, node_id: str, module: torch.nn.Module, lasting: bool = False) -> None:
         """A node built (or took back a kept) layer: gradients start from nothing this run.
-        ``lasting``: the layer is kept for later runs, whose backward passes change its gradients."""
+        ``lasting``: the layer is kept for later runs, whose training changes its gradients."""
         module.zero_grad(set_to_none=True)
         self.modules.setdefault(node_id, []).append(module)
         if lasting:
             self._lasting.add(id(module))
 
-    def watch(self, node_id: str, outputs: dict[str, Any]) -> None:
-        """A node's outputs keep their gradient once the backward pass has run: the tensor the
-        pass hands on, held by reference (``retain_grad`` would copy each one; the one pass
-        never changes it in place, since autograd adds in place only into a gradient no one
-        else holds)."""
-        for port, value in outputs.items():
-            if not port.startswith("__") and tracks_gradients(value) and not value.is_leaf:
-                value.register_hook(functools.partial(self._arrived, node_id, port, id(value)))
-
-    def _arrived(self, node_id: str, port: str, key: int, grad: torch.Tensor) -> None:
-        self._grads[key] = grad
-        if self._keep is not None:
-            self._send(node_id, output_port(port), grad.detach())
-
-    def _accumulated(self, node_id: str, name: str, lasting: bool, param: torch.Tensor) -> None:
-        self._send(node_id, weight_port(name), _weight_grad(param, lasting))
-
-    def _send(self, node_id: str, port: str, grad: torch.Tensor | None) -> None:
-        self._kept.add((node_id, port))
-        self._keep([(node_id, port, grad)])
-
-    def grad(self, tensor: torch.Tensor) -> torch.Tensor | None:
-        """An output's gradient from the backward pass (a leaf's own ``.grad``), or None."""
-        if not tensor.requires_grad:
-            return None
-        grad = tensor.grad if tensor.is_leaf else self._grads.get(id(tensor))
-        return None if grad is None else grad.detach()
-
-    def backward(self, target: Target, keep: Keep | None = None) -> None:
-        """The backward pass from the target. ``keep``: each gradient goes there the moment
-        the pass has made it (an output's, then each parameter's once accumulated), so a run
-        worker sends it while the pass goes on; ``kept`` then yields only the rest."""
+    def backward(self, target: Target, outputs: dict[str, dict[str, Any]]) -> None:
+        """The backward pass from the target, as one ``autograd.grad`` over every output that
+        tracks gradients and every parameter of the run's layers. Each gradient is kept as
+        the pass returns it: no hook runs per tensor in the middle of the pass (each cost
+        more than its arithmetic), and nothing is added into a ``.grad`` a later run changes.
+        An output or parameter the target does not depend on gets None."""
         if target.tensor is None:
             return
-        hooks = []
-        if keep is not None:
-            for node_id, modules in self.modules.items():
-                for module in modules:
-                    lasting = id(module) in self._lasting
-                    hooks += [param.register_post_accumulate_grad_hook(
-                                  functools.partial(self._accumulated, node_id, name, lasting))
-                              for name, param in module.named_parameters() if param.requires_grad]
-        self._keep = keep
-        try:
-            target.tensor.sum().backward()
-        finally:
-            self._keep = None
-            for hook in hooks:
-                hook.remove()
+        tensors: dict[int, torch.Tensor] = {}
+        for ports in outputs.values():
+            for port, value in ports.items():
+                if not port.startswith("__") and tracks_gradients(value):
+                    tensors.setdefault(id(value), value)
+        for modules in self.modules.values():
+            for module in modules:
+                for param in module.parameters():
+                    if param.requires_grad:
+                        tensors.setdefault(id(param), param)
+        grads = torch.autograd.grad(target.tensor.sum(), list(tensors.values()), allow_unused=True)
+        self._grads = dict(zip(tensors, grads))
+        self._ran = True
+
+    def grad(self, tensor: torch.Tensor) -> torch.Tensor | None:
+        """An output's gradient from the backward pass, or None."""
+        grad = self._grads.get(id(tensor))
+        return None if grad is None else grad.detach()
 
     def kept(self, plan: Plan, outputs: dict[str, dict[str, Any]], target: Target) -> Iterator[tuple[str, str, Any]]:
         """(node, port, value) of every capture the Backward tab reads but the target's
-        (``target_capture``) and the gradients that went while the pass ran."""
+        (``target_capture``)."""
         if not target.shown:
             return
         layers = []
@@ -218,31 +191,28 @@ class GradientCapture:
                      if not p.startswith("__") and isinstance(v, torch.Tensor) and v.is_floating_point()]
             weights = []
             for port in ports:
-                if (node.id, output_port(port)) not in self._kept:
-                    yield node.id, output_port(port), self.grad(outputs[node.id][port])
+                yield node.id, output_port(port), self.grad(outputs[node.id][port])
             for module in self.modules.get(node.id, ()):
-                lasting = id(module) in self._lasting
                 for name, param in module.named_parameters():
                     weights.append(name)
-                    if (node.id, weight_port(name)) not in self._kept:
-                        yield node.id, weight_port(name), _weight_grad(param, lasting)
+                    yield node.id, weight_port(name), self._weight_grad(module, param)
                 layers += _layers(node.id, node.label, module)
             yield node.id, INDEX, {"outputs": ports, "weights": weights}
         yield RUN, LAYERS, layers
+
+    def _weight_grad(self, module: torch.nn.Module, param: torch.Tensor) -> torch.Tensor | None:
+        """A parameter's gradient as kept: the pass's, or after a TrainingLoop its last batch's
+        ``.grad``, copied when the layer is kept for later runs, whose training changes it."""
+        if self._ran:
+            return self.grad(param)
+        if param.grad is None:
+            return None
+        return param.grad.detach().clone() if id(module) in self._lasting else param.grad.detach()
 
 
 def target_capture(target: Target) -> tuple[str, str, dict[str, Any]]:
     """The run's first gradient capture: what the backward pass starts from, or why none ran."""
     return RUN, TARGET, {"ran": target.tensor is not None, "shown": target.shown, "text": target.text}
-
-
-def _weight_grad(param: torch.Tensor, lasting: bool) -> torch.Tensor | None:
-    """A parameter's gradient as kept: a copy when a later run's backward pass would change it
-    (a layer kept between runs); else nothing changes it once the run is over (a run worker
-    copies what it sends anyway)."""
-    if param.grad is None:
-        return None
-    return param.grad.detach().clone() if lasting else param.grad.detach()
 
 
 def _layers(node_id: str, label: str, module: torch.nn.Module) -> list[dict[str, Any]]:
