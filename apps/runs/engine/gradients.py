@@ -141,7 +141,6 @@ class GradientCapture:
         self.modules: dict[str, list[torch.nn.Module]] = {}   # node id -> the layers it built
         self._lasting: set[int] = set()   # ids of the layers kept for the next run (Persist weights)
         self._grads: dict[int, torch.Tensor | None] = {}     # id of an output or a parameter -> its gradient
-        self._ran = False                 # the backward pass ran here (not a TrainingLoop's)
 
     def built(self, node_id: str, module: torch.nn.Module, lasting: bool = False) -> None:
         """A node built (or took back a kept) layer: gradients start from nothing this run.
@@ -171,7 +170,6 @@ class GradientCapture:
                         tensors.setdefault(id(param), param)
         grads = torch.autograd.grad(target.tensor.sum(), list(tensors.values()), allow_unused=True)
         self._grads = dict(zip(tensors, grads))
-        self._ran = True
 
     def grad(self, tensor: torch.Tensor) -> torch.Tensor | None:
         """An output's gradient from the backward pass, or None."""
@@ -183,6 +181,7 @@ class GradientCapture:
         (``target_capture``)."""
         if not target.shown:
             return
+        passed = target.tensor is not None   # the pass ran here, not a TrainingLoop's
         layers = []
         for node in plan.nodes.values():
             if node.id not in outputs:
@@ -195,16 +194,14 @@ class GradientCapture:
             for module in self.modules.get(node.id, ()):
                 for name, param in module.named_parameters():
                     weights.append(name)
-                    yield node.id, weight_port(name), self._weight_grad(module, param)
+                    yield node.id, weight_port(name), self.grad(param) if passed else self._last_batch(module, param)
                 layers += _layers(node.id, node.label, module)
             yield node.id, INDEX, {"outputs": ports, "weights": weights}
         yield RUN, LAYERS, layers
 
-    def _weight_grad(self, module: torch.nn.Module, param: torch.Tensor) -> torch.Tensor | None:
-        """A parameter's gradient as kept: the pass's, or after a TrainingLoop its last batch's
-        ``.grad``, copied when the layer is kept for later runs, whose training changes it."""
-        if self._ran:
-            return self.grad(param)
+    def _last_batch(self, module: torch.nn.Module, param: torch.Tensor) -> torch.Tensor | None:
+        """After a TrainingLoop, a parameter's gradient as kept: its last batch's ``.grad``,
+        copied when the layer is kept for later runs, whose training changes it."""
         if param.grad is None:
             return None
         return param.grad.detach().clone() if id(module) in self._lasting else param.grad.detach()
