@@ -39,18 +39,21 @@ def percentile(values: list[float], q: float) -> float:
     return values[round(q * (len(values) - 1))]
 
 
+def ticks(stat: Path) -> int:
+    """utime + stime, in clock ticks, from a /proc stat file (0 once its process or thread is gone)."""
+    try:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
 def cpu_ms(pid: int) -> tuple[float, float]:
     """utime + stime of the server process, and of its living children (the run workers)."""
-    def own(p: int) -> int:
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return 0
-        return int(fields[11]) + int(fields[12])
-
     children = [int(c) for t in Path(f"/proc/{pid}/task").iterdir()
                 for c in (t / "children").read_text().split()]
-    return own(pid) * 1000 / TICK, sum(own(c) for c in children) * 1000 / TICK
+    own = ticks(Path(f"/proc/{pid}/stat"))
+    return own * 1000 / TICK, sum(ticks(Path(f"/proc/{c}/stat")) for c in children) * 1000 / TICK
 
 
 def spent(before: tuple[float, float], after: tuple[float, float], runs: int) -> tuple[float, float]:
@@ -87,6 +90,17 @@ class Client:
 
     def close(self) -> None:
         self.writer.close()
+
+
+def server_env(prefix: str, **settings: str) -> tuple[Path, dict]:
+    """A var dir of its own and the environment a bench's server and manage.py run with:
+    SQLite there, no Redis, production settings, plus ``settings`` (CODEFYUI_* names)."""
+    var = Path(tempfile.mkdtemp(prefix=prefix))
+    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DJANGO_DEBUG"}}
+    env.update(DATABASE_URL=f"sqlite:///{var / 'bench.sqlite3'}", CODEFYUI_VAR_DIR=str(var),
+               DJANGO_SETTINGS_MODULE="codefyui.settings", DJANGO_ALLOWED_HOSTS="127.0.0.1",
+               PYTHONPATH=str(ROOT), **settings)
+    return var, env
 
 
 def start_server(var: Path, env: dict) -> tuple[subprocess.Popen, int]:
@@ -172,11 +186,7 @@ def main() -> None:
     parser.add_argument("--students", type=int, default=30)
     args = parser.parse_args()
     n = args.students
-    var = Path(tempfile.mkdtemp(prefix="codefyui-burst-"))
-    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DJANGO_DEBUG"}}
-    env.update(DATABASE_URL=f"sqlite:///{var / 'bench.sqlite3'}", CODEFYUI_VAR_DIR=str(var),
-               DJANGO_SETTINGS_MODULE="codefyui.settings", DJANGO_ALLOWED_HOSTS="127.0.0.1",
-               CODEFYUI_RUN_OUTPUT_STORE_MAX_RUNS=str(2 * n + 4), PYTHONPATH=str(ROOT))
+    var, env = server_env("codefyui-burst-", CODEFYUI_RUN_OUTPUT_STORE_MAX_RUNS=str(2 * n + 4))
     tokens = accounts(env, 2 * n + 2)
     cnn = json.loads((ROOT / "examples" / "cnn.json").read_text())
     walkthrough = json.loads((ROOT / "examples" / "walkthrough.json").read_text())

@@ -15,16 +15,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-from class_burst import ROOT, Client, healthy, percentile, start_server
+from class_burst import ROOT, Client, healthy, percentile, server_env, start_server
 
 TINY_RUNS, PAGES = 5, 20
 
@@ -121,12 +118,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--matmuls", type=int, default=12)
     args = parser.parse_args()
-    var = Path(tempfile.mkdtemp(prefix="codefyui-isolation-"))
-    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DJANGO_DEBUG"}}
-    env.update(DATABASE_URL=f"sqlite:///{var / 'bench.sqlite3'}", CODEFYUI_VAR_DIR=str(var),
-               DJANGO_SETTINGS_MODULE="codefyui.settings", DJANGO_ALLOWED_HOSTS="127.0.0.1",
-               CODEFYUI_RUN_WORKERS="3", CODEFYUI_MAX_CONCURRENT_RUNS="3", CODEFYUI_RUN_MEMORY_MAX_MB="256",
-               PYTHONPATH=str(ROOT))
+    var, env = server_env("codefyui-isolation-", CODEFYUI_RUN_WORKERS="3", CODEFYUI_MAX_CONCURRENT_RUNS="3",
+                          CODEFYUI_RUN_MEMORY_MAX_MB="256")
     tokens, session = accounts(env)
     server, port = start_server(var, env)
     try:

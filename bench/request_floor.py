@@ -18,33 +18,32 @@ import asyncio
 import json
 import os
 import signal
-import tempfile
 from pathlib import Path
 
 import class_burst as burst   # bench/, beside this script
 
-ROOT = Path(__file__).resolve().parent.parent
 MISSING_RUN = "/api/runs/00000000-0000-0000-0000-000000000000"
 
 
 def threads_ms(pid: int) -> tuple[float, float]:
     """CPU milliseconds of the server's event loop (its main thread) and of its other threads."""
-    loop = other = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # a thread that ended meanwhile
-            continue
-        ticks = int(fields[11]) + int(fields[12])
-        if task.name == str(pid):
-            loop += ticks
-        else:
-            other += ticks
-    return loop * 1000 / burst.TICK, other * 1000 / burst.TICK
+    every = {task.name: burst.ticks(task / "stat") for task in Path(f"/proc/{pid}/task").iterdir()}
+    loop = every.pop(str(pid))
+    return loop * 1000 / burst.TICK, sum(every.values()) * 1000 / burst.TICK
+
+
+async def per_call(pid: int, times: int, call) -> tuple[float, float]:
+    """The server's CPU (event loop, other threads) per ``await call()``, after a quiet moment."""
+    await asyncio.sleep(0.3)
+    before = threads_ms(pid)
+    for _ in range(times):
+        await call()
+    after = threads_ms(pid)
+    return (after[0] - before[0]) / times, (after[1] - before[1]) / times
 
 
 async def measure(pid: int, port: int, token: str, count: int) -> list[tuple[str, float, float]]:
-    cnn = json.loads((ROOT / "examples" / "cnn.json").read_text())
+    cnn = json.loads((burst.ROOT / "examples" / "cnn.json").read_text())
     client = await burst.Client(port, token).open()
     _, finished = await client.run(cnn, {})
     kinds = [
@@ -53,25 +52,18 @@ async def measure(pid: int, port: int, token: str, count: int) -> list[tuple[str
         ("GET /api/runs/{id} (no such run: 404)", "GET", MISSING_RUN, b""),
         ("POST /api/runs (a refused graph: 400)", "POST", "/api/runs", json.dumps({"graph": {"nodes": 3}}).encode()),
     ]
+
+    async def cnn_run() -> None:
+        _, run = await client.run(cnn, {})
+        assert run["status"] == "succeeded", run["error"]
+
     rows = []
     for name, method, path, body in kinds:
         for _ in range(20):   # warm: each view imported, each query's first compile done
             await client.call(method, path, body)
-        await asyncio.sleep(0.3)
-        before = threads_ms(pid)
-        for _ in range(count):
-            await client.call(method, path, body)
-        after = threads_ms(pid)
-        rows.append((name, (after[0] - before[0]) / count, (after[1] - before[1]) / count))
-    runs = max(20, count // 4)
-    await asyncio.sleep(0.3)
-    before = threads_ms(pid)
-    for _ in range(runs):
-        _, run = await client.run(cnn, {})
-        assert run["status"] == "succeeded", run["error"]
-    after = threads_ms(pid)
+        rows.append((name, *await per_call(pid, count, lambda: client.call(method, path, body))))
     rows.append(("a whole CNN run (POST, GET ?wait=30, its worker's results)",
-                 (after[0] - before[0]) / runs, (after[1] - before[1]) / runs))
+                 *await per_call(pid, max(20, count // 4), cnn_run)))
     client.close()
     return rows
 
@@ -80,11 +72,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=400)
     args = parser.parse_args()
-    var = Path(tempfile.mkdtemp(prefix="codefyui-floor-"))
-    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DJANGO_DEBUG"}}
-    env.update(DATABASE_URL=f"sqlite:///{var / 'bench.sqlite3'}", CODEFYUI_VAR_DIR=str(var),
-               DJANGO_SETTINGS_MODULE="codefyui.settings", DJANGO_ALLOWED_HOSTS="127.0.0.1",
-               PYTHONPATH=str(ROOT))
+    var, env = burst.server_env("codefyui-floor-")
     token = burst.accounts(env, 1)[0]
     server, port = burst.start_server(var, env)
     try:
