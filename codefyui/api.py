@@ -22,9 +22,16 @@ class ApiError(Exception):
         self.status, self.detail = status, detail
 
 
+# An API's answer loads nothing and may be framed by nothing (the pages' policy, settings.py,
+# is for documents; django-csp leaves a response's own header as it is).
+JSON_POLICY = "default-src 'none'; frame-ancestors 'none'"
+
+
 def json_response(data: Any, status: int = 200) -> HttpResponse:
     body = orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
-    return HttpResponse(body, status=status, content_type="application/json")
+    response = HttpResponse(body, status=status, content_type="application/json")
+    response["Content-Security-Policy"] = JSON_POLICY
+    return response
 
 
 def error_response(status: int, detail: str | list[str]) -> HttpResponse:

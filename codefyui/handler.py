@@ -10,15 +10,23 @@ a single-threaded WSGI server would: its database connection persists (CONN_MAX_
 with the GIL nothing is lost in throughput. Long work never runs in a request: runs have
 their own pool (apps/runs), port statistics theirs (apps/stats/cache.py).
 WebSockets do not pass through here; their consumers' short database reads
-(database_sync_to_async) use that same thread, as they always did."""
+(database_sync_to_async) use that same thread, as they always did.
+
+A request to the JSON API that carries an API token (a script, a class's bench) passes
+through ``settings.TOKEN_API_MIDDLEWARE`` instead: it has no session, CSRF cookie, messages,
+htmx or static file to serve, and skipping those is a fifth of such a request's Django time."""
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core import signals
 from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
-from django.http import HttpResponseBase
+from django.core.handlers.base import BaseHandler
+from django.core.handlers.exception import convert_exception_to_response
+from django.http import HttpRequest, HttpResponseBase
 from django.urls import set_script_prefix
+from django.utils.module_loading import import_string
 
 
 class SyncStackASGIHandler(ASGIHandler):
@@ -26,6 +34,7 @@ class SyncStackASGIHandler(ASGIHandler):
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
+        self.token_api = _Stack(settings.TOKEN_API_MIDDLEWARE)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -54,7 +63,31 @@ class SyncStackASGIHandler(ASGIHandler):
         signals.request_started.send(sender=self.__class__, scope=scope)
         request, response = self.create_request(scope, body_file)
         if request is not None:
-            response = self.get_response(request)
+            response = (self.token_api if _token_api(request) else self).get_response(request)
         if not response.streaming:
             response.close()   # its content is bytes already
         return response
+
+
+def _token_api(request: HttpRequest) -> bool:
+    return request.path_info.startswith("/api/") and "Authorization" in request.headers
+
+
+class _Stack(BaseHandler):
+    """Django's request handling through a middleware list of its own, served sync.
+    (BaseHandler.load_middleware reads settings.MIDDLEWARE only: this is its sync path.)"""
+
+    def __init__(self, paths: list[str]):
+        super().__init__()
+        self._view_middleware, self._template_response_middleware, self._exception_middleware = [], [], []
+        handler = convert_exception_to_response(self._get_response)
+        for path in reversed(paths):
+            middleware = import_string(path)(handler)
+            if hasattr(middleware, "process_view"):
+                self._view_middleware.insert(0, middleware.process_view)
+            if hasattr(middleware, "process_template_response"):
+                self._template_response_middleware.append(middleware.process_template_response)
+            if hasattr(middleware, "process_exception"):
+                self._exception_middleware.append(middleware.process_exception)
+            handler = convert_exception_to_response(middleware)
+        self._middleware_chain = handler

@@ -68,6 +68,15 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
+# A request to the JSON API that carries an API token (codefyui/handler.py) has no session,
+# CSRF cookie, messages, htmx or static file: it passes through these only. Axes answers an
+# address locked out for wrong tokens; JSON carries its own Content-Security-Policy (codefyui/api.py).
+TOKEN_API_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",
+]
 
 ROOT_URLCONF = "codefyui.urls"
 ASGI_APPLICATION = "codefyui.asgi.application"

@@ -6,12 +6,16 @@ import gc
 import importlib
 import threading
 
+import json
+
 import pytest
 from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
 from django.core.signals import request_finished
 from django.db import connection
 
+from apps.accounts.models import ApiToken
+from codefyui.api import JSON_POLICY
 from codefyui.handler import SyncStackASGIHandler
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -42,6 +46,12 @@ def note_where(**_) -> None:
 
 
 async def get(app, path: str, headers: list | None = None) -> tuple[int, bytes]:
+    status, _, body = await exchange(app, path, headers)
+    return status, body
+
+
+async def exchange(app, path: str, headers: list | None = None) -> tuple[int, dict[str, str], bytes]:
+    """A GET through the ASGI app: its status, headers (lower-case names) and body."""
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
              "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
              "headers": [(b"host", b"127.0.0.1"), *(headers or [])], "client": ("127.0.0.1", 1),
@@ -56,7 +66,7 @@ async def get(app, path: str, headers: list | None = None) -> tuple[int, bytes]:
         if not message.get("more_body"):
             break
     await instance.wait(5)
-    return start["status"], body
+    return start["status"], {k.decode().lower(): v.decode() for k, v in start["headers"]}, body
 
 
 async def test_requests_share_one_thread_and_its_database_connection():
@@ -89,3 +99,27 @@ async def test_start_up_puts_its_heap_beyond_the_collector(workers_started):
     await sync_to_async(lambda: importlib.reload(importlib.import_module("codefyui.asgi")))()
     assert gc.get_freeze_count() > 100_000
     assert workers_started == [1]
+
+
+async def test_a_token_request_to_the_api_passes_only_the_token_middleware(student):
+    """No session, CSRF or messages for a script's request: no cookie, no Vary: Cookie; the
+    security headers and the JSON answer's own strict policy are there."""
+    token = await sync_to_async(ApiToken.issue)(student)
+    status, headers, body = await exchange(SyncStackASGIHandler(), "/api/graphs",
+                                           [(b"authorization", f"Bearer {token}".encode())])
+    assert status == 200 and json.loads(body) == [], body
+    assert headers["x-content-type-options"] == "nosniff" and headers["x-frame-options"] == "DENY"
+    assert headers["content-security-policy"] == JSON_POLICY
+    assert headers["content-length"] == str(len(body))
+    assert "set-cookie" not in headers and "cookie" not in headers.get("vary", "").lower()
+
+
+async def test_wrong_tokens_are_counted_and_the_lockout_answered_in_json_on_that_path(student):
+    app = SyncStackASGIHandler()
+    wrong = [(b"authorization", b"Bearer wrong")]
+    for _ in range(4):
+        assert (await get(app, "/api/graphs", wrong))[0] == 401
+    status, body = await get(app, "/api/graphs", wrong)
+    assert status == 429 and json.loads(body) == {"detail": "Too many failed logins from here: try again in 15 minutes"}
+    token = await sync_to_async(ApiToken.issue)(student)  # a valid token is checked before axes (settings.py)
+    assert (await get(app, "/api/graphs", [(b"authorization", f"Bearer {token}".encode())]))[0] == 200
