@@ -3,7 +3,10 @@ Templates only lay this out; decisions live here or in the pure modules it calls
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import islice
 from typing import Any
+
+from django.db.models import Q
 from django.template.defaultfilters import filesizeformat
 
 import codefyui
@@ -291,9 +294,12 @@ def runs_panel(request) -> dict[str, Any]:
     wanted = wanted if wanted in RUN_FILTERS else "all"
     runs = visible_to(Run.objects, request.user)
     if wanted != "all":
-        runs = runs.filter(status=wanted)
-    # Each run as its recorder knows it now (a run's row is written at most every 0.25 s).
-    runs = [service.current(run) for run in runs[:50]]
+        # An unfinished run's row may be up to 0.25 s behind its recorder (a started run
+        # still reads queued): those rows are filtered on what the recorder knows.
+        runs = runs.filter(Q(status=wanted) | Q(status__in=Run.UNFINISHED))
+    # Each run as its recorder knows it now.
+    current = (service.current(run) for run in runs.iterator(chunk_size=50))
+    runs = list(islice((run for run in current if wanted in ("all", run.status)), 50))
     for run in runs:  # "2nd in the queue"
         run.queue_place = service.queue_place(run) if run.status == Run.Status.QUEUED else None
     return {"runs_filter": wanted, "run_filters": RUN_FILTERS, "runs": runs}

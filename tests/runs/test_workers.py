@@ -143,13 +143,16 @@ def test_runs_are_taken_round_robin_across_students_and_each_may_queue_three(rea
 
 def test_the_runs_panel_shows_what_a_runs_recorder_knows_before_its_row_is_written(ready, student, tmp_path, client):
     """A run's row is written at most every 0.25 s (a short run: once, at its end): the Runs
-    panel shows a started run as running even while its row still says queued."""
+    panel shows a started run as running even while its row still says queued, and filters it so."""
     run = start(student, graph("test:Hold", path=str(tmp_path / "a")))
     started_in(tmp_path / "a")
     Run.objects.filter(pk=run.pk).update(status=Run.Status.QUEUED)   # the row as it may be for 0.25 s
     client.force_login(student)
     page = client.get("/editor/").content.decode()
     assert '<td class="status-running">Running</td>' in page
+    # and its filters go by the same: it is listed under Running, not under Queued
+    assert '<td class="status-running">Running</td>' in client.get("/editor/?runs=running").content.decode()
+    assert 'class="status-' not in client.get("/editor/?runs=queued").content.decode()
     release(tmp_path / "a")
     assert service.wait_for(run.pk).status == "succeeded"
 
