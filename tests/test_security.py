@@ -160,3 +160,20 @@ def test_a_body_over_the_size_limit_answers_json(student_client, student, settin
     answer = Client().post("/api/runs", big, content_type="application/json",
                            headers={"Authorization": f"Bearer {token}"})
     assert answer.status_code == 413 and answer["Content-Type"] == "application/json"
+
+
+def test_every_route_under_api_is_an_api_endpoint():
+    """A token request skips the session, login-required and CSRF middleware: every view it can
+    reach must authenticate by itself, as @api does."""
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    def views(patterns, prefix=""):
+        for entry in patterns:
+            if isinstance(entry, URLResolver):
+                yield from views(entry.url_patterns, prefix + str(entry.pattern))
+            elif isinstance(entry, URLPattern):
+                yield prefix + str(entry.pattern), entry.callback
+
+    routes = [(route, view) for route, view in views(get_resolver().url_patterns) if route.startswith("api/")]
+    assert len(routes) > 10
+    assert [route for route, view in routes if not hasattr(view, "api_methods")] == []
