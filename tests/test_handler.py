@@ -123,4 +123,3 @@ async def test_wrong_tokens_are_counted_and_the_lockout_answered_in_json_on_that
     assert status == 429 and json.loads(body) == {"detail": "Too many failed logins from here: try again in 15 minutes"}
     token = await sync_to_async(ApiToken.issue)(student)  # a valid token is checked before axes (settings.py)
     assert (await get(app, "/api/graphs", [(b"authorization", f"Bearer {token}".encode())]))[0] == 200
-
