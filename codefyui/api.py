@@ -87,7 +87,7 @@ def api(*methods: str) -> Callable:
             except (TooManyFieldsSent, TooManyFilesSent) as exc:
                 return error_response(400, str(exc))
 
-        wrapper.api_methods = methods   # what marks an endpoint (tests/test_handler.py checks every /api/ route)
+        wrapper.api_methods = methods   # what marks an endpoint (tests/test_security.py checks every /api/ route)
         return wrapper
 
     return decorate
