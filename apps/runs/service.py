@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import time
+from datetime import datetime, timezone as dt_timezone
 from typing import Any, Callable, Collection
 
 from django.db import close_old_connections, transaction
@@ -389,13 +390,13 @@ class _Recorder:
             self.log.append(entry)
             self._dirty = True
         if event.kind == ev.RUN_STARTED:
-            self.fields.update(status=Run.Status.RUNNING, started=timezone.now(),
+            self.fields.update(status=Run.Status.RUNNING, started=_when(event),
                                device=(event.data or {}).get("device", ""))
             self._dirty = True
             return False
         if event.kind in ev.TERMINAL_STATUS:
             self.fields.update(status=ev.TERMINAL_STATUS[event.kind], error=event.error or "",
-                               finished=timezone.now())
+                               finished=_when(event))
             return True
         if event.kind == ev.PROGRESS and event.node_id:
             self.nodes.setdefault(event.node_id, {"status": "running"})["progress"] = event.data
@@ -426,6 +427,12 @@ class _Recorder:
             run.nodes, run.log = dict(self.nodes), list(self.log)
             for name, value in self.fields.items():
                 setattr(run, name, value)
+
+
+def _when(event: ev.Event) -> datetime:
+    """When the event happened in its run (its worker's clock is this machine's): events come
+    in batches, so the moment one is read says less (a short run's start and end arrive together)."""
+    return datetime.fromtimestamp(event.time, tz=dt_timezone.utc)
 
 
 class _Flusher:

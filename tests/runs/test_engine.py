@@ -327,6 +327,22 @@ def test_a_short_run_writes_its_run_row_once_at_its_end(student, monkeypatch):
     assert run.status == "succeeded" and run.nodes["x"]["status"] == "completed"
 
 
+@pytest.mark.django_db
+def test_a_runs_start_and_end_are_when_they_happened_not_when_their_batch_was_read(student):
+    """A worker sends a short run's events together: its duration still says how long it ran."""
+    from apps.runs import service
+    from apps.runs.engine import events as ev
+    from apps.runs.models import Run
+    row = Run.objects.create(owner=student)
+    recorder = service._Recorder(str(row.pk))
+    began = time.time() - 5
+    recorder(ev.Event(ev.RUN_STARTED, str(row.pk), time=began))
+    recorder(ev.Event(ev.RUN_COMPLETED, str(row.pk), time=began + 0.007))
+    row.refresh_from_db()
+    assert row.status == "succeeded" and row.started.timestamp() == pytest.approx(began, abs=1e-5)
+    assert row.duration == pytest.approx(0.007, abs=1e-5)
+
+
 def test_engine_threads_are_kept_between_runs_but_never_a_pool_whose_node_still_computes():
     """A finished run gives its threads back for the next; a node that ignored Stop keeps its
     pool out of use, and still_computing says so until it returns."""
