@@ -289,6 +289,22 @@ def test_runs_panel_filters_and_deletes(student_client, student, tab):
     assert not Run.objects.filter(pk=done.pk).exists()
 
 
+def test_runs_panel_says_a_short_runs_duration_in_milliseconds(student_client, student, tab):
+    """A 7 ms run read "0.00 s"."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.editor.templatetags.durations import duration
+    assert [duration(s).replace("\u00a0", " ") for s in (None, 0.0004, 0.007, 0.4567, 0.9996, 2.345)] == [
+        "—", "under 1 ms", "7 ms", "457 ms", "1.00 s", "2.35 s"]
+    start = timezone.now()
+    Run.objects.create(owner=student, status=Run.Status.SUCCEEDED, started=start,
+                       finished=start + timedelta(milliseconds=7))
+    assert "<td>7\u00a0ms</td>" in page(student_client, tab, "?runs=succeeded")
+    assert "<td>7\u00a0ms</td>" in student_client.get("/").content.decode()
+
+
 def test_reset_all_weights_asks_first_then_drops_the_tabs_layers(student_client, tab):
     """SP12: Reset asks first, then drops every cached weight for this tab."""
     from apps.runs.engine import WEIGHTS
