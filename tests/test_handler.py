@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import gc
 import importlib
-import threading
-
 import json
+import threading
 
 import pytest
 from asgiref.sync import sync_to_async
