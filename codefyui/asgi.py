@@ -1,5 +1,6 @@
 """ASGI entry point: HTTP through Django, WebSockets through Channels' URL router; start-up
-marks runs a previous process left unfinished and starts the run workers."""
+marks runs a previous process left unfinished, starts the run workers and tunes how Daphne
+takes in requests (codefyui/serving.py)."""
 import gc
 import os
 
@@ -17,6 +18,7 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402
 
 from apps.runs.api import wait_for_runs  # noqa: E402
 from codefyui.routing import websocket_application  # noqa: E402
+from codefyui.serving import tune_daphne  # noqa: E402
 
 
 def _recover_runs() -> None:
@@ -52,6 +54,7 @@ def _settle_heap() -> None:
     gc.freeze()
 
 
+tune_daphne()
 _recover_runs()
 _start_run_workers()
 

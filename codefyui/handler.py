@@ -17,6 +17,9 @@ through ``settings.TOKEN_API_MIDDLEWARE`` instead: it has no session, CSRF cooki
 htmx or static file to serve, and skipping those is a fifth of such a request's Django time."""
 from __future__ import annotations
 
+import asyncio
+import tempfile
+
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core import signals
@@ -58,6 +61,23 @@ class SyncStackASGIHandler(ASGIHandler):
                 await sync_to_async(response.close, thread_sensitive=True)()
         finally:
             body_file.close()
+
+    async def read_body(self, receive):
+        """The body, spooled as Django does, giving the event loop back after each piece: Daphne
+        queues a big upload's pieces all at once, and writing them out in one go held every
+        other request for the whole of it (bench/upload_stall.py)."""
+        body_file = tempfile.SpooledTemporaryFile(max_size=settings.FILE_UPLOAD_MAX_MEMORY_SIZE, mode="w+b")
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                body_file.close()
+                raise RequestAborted()
+            body_file.write(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+            await asyncio.sleep(0)
+        body_file.seek(0)
+        return body_file
 
     def _respond(self, scope, body_file) -> HttpResponseBase:
         signals.request_started.send(sender=self.__class__, scope=scope)
