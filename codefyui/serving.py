@@ -4,11 +4,11 @@ process, before Daphne builds its server).
 Under Daphne, Twisted parsed every POST body that is a form into ``request.args``, which
 Daphne never reads (it hands the raw body to Django), and did it with the email package on
 the event loop: a 64 MB multipart upload held every request of the server for ~6.5 s
-(bench/upload_stall.py), and every POST paid ~0.1 ms to parse its Content-Type. Daphne then
-queued the body for Django in 8 KiB pieces, each a hop of its own. Here requests leave their
-bodies to Django, in 1 MiB pieces (``SyncStackASGIHandler.read_body`` gives the event loop
-back between pieces), and Twisted's own access line, formatted per request and then thrown
-away (Daphne sends Twisted's log nowhere and writes its own access log), is not made.
+(bench/transfer_stall.py), and every POST paid ~0.1 ms to parse its Content-Type. Daphne then
+queued the body for Django in 8 KiB pieces. Here requests leave their bodies to Django, in
+1 MiB pieces (``SyncStackASGIHandler.read_body`` gives the event loop back between pieces),
+and Twisted's own access line, formatted per request and then thrown away (Daphne sends
+Twisted's log nowhere and writes its own access log), is not made.
 """
 from __future__ import annotations
 

@@ -6,12 +6,14 @@ import gc
 import importlib
 import json
 import threading
+import warnings
 
 import pytest
 from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
 from django.core.signals import request_finished
 from django.db import connection
+from django.http import StreamingHttpResponse
 
 from apps.accounts.models import ApiToken
 from codefyui.api import JSON_POLICY
@@ -139,3 +141,28 @@ async def test_a_body_that_comes_in_pieces_is_read_whole_and_in_order(student):
                                         (b"content-type", b"application/json")], "POST", pieces)
     assert len(pieces) > 4 and status == 201, answer
     assert json.loads(answer)["name"] == name
+
+
+async def test_a_streamed_answer_is_made_off_djangos_thread_and_sent_in_big_pieces():
+    """A download (a file, a tensor's .npy) is read in a thread other than Django's one request
+    thread, a MiB at a time, instead of whole into a list on that thread."""
+    made_in: list[int] = []
+
+    def content():
+        for _ in range(2500):
+            made_in.append(threading.get_ident())
+            yield b"x" * 1024
+
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # Django warns when it has to list a sync iterator
+        await SyncStackASGIHandler().send_response(StreamingHttpResponse(content()), send)
+    bodies = [m["body"] for m in sent if m.get("body")]
+    assert b"".join(bodies) == b"x" * 2500 * 1024
+    assert [len(b) for b in bodies] == [2**20, 2**20, 2500 * 1024 - 2 * 2**20]
+    django_thread = await sync_to_async(threading.get_ident, thread_sensitive=True)()
+    assert made_in and django_thread not in made_in and threading.get_ident() not in made_in

@@ -1,6 +1,6 @@
 """How Daphne takes in requests (codefyui/serving.py): Twisted leaves a form's body to Django,
 bodies come in 1 MiB pieces, and no access line of Twisted's is made. An upload through the
-real server is tests/e2e/test_files.py's; what a big upload costs others is bench/upload_stall.py's."""
+real server is tests/e2e/test_files.py's; what a big upload costs others is bench/transfer_stall.py's."""
 from __future__ import annotations
 
 from types import SimpleNamespace

@@ -1,0 +1,129 @@
+"""Does one student's big transfer hold up everyone else's requests? Against a real server
+(Daphne on a free loopback port, as bench/class_burst.py starts it), one student uploads a
+64 MB file as a multipart form (the body reaches the server before any view or login
+check), then downloads a 64 MB file of theirs (My files), while another student asks
+``GET /api/health`` every 10 ms on a connection of their own. Prints the health requests'
+median and slowest time beside each transfer, and alone.
+
+Before: Twisted read every multipart body into form fields with the email package on the
+event loop (a 64 MB upload held every request for ~6.5 s), and Django read a whole file into
+memory on its one request thread before sending it in 4 KiB pieces.
+Goal (issue 11): a transfer costs others' requests nothing a class would notice.
+Run: .venv/bin/python bench/transfer_stall.py [--mb N]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+import class_burst as burst   # bench/, beside this script
+
+BOUNDARY = "codefyui-bench-boundary"
+
+
+def session_with_a_file(env: dict, mb: int) -> str:
+    """A logged-in session of a new student who has a file of ``mb`` MB in My files: its key."""
+    script = ("from importlib import import_module\n"
+              "from django.conf import settings\n"
+              "from django.contrib import auth\n"
+              "from apps.runs import service\n"
+              "user = auth.get_user_model().objects.create(username='downloader')\n"
+              "folder = service.user_files(user.pk).folder\n"
+              "folder.mkdir(parents=True, exist_ok=True)\n"
+              f"(folder / 'model.pt').write_bytes(bytes(range(256)) * {mb * 2**20 // 256})\n"
+              "session = import_module(settings.SESSION_ENGINE).SessionStore()\n"
+              "session.update({auth.SESSION_KEY: str(user.pk), auth.HASH_SESSION_KEY: user.get_session_auth_hash(),\n"
+              "                auth.BACKEND_SESSION_KEY: 'django.contrib.auth.backends.ModelBackend'})\n"
+              "session.save()\n"
+              "print(session.session_key)\n")
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=burst.ROOT, env=env,
+                          capture_output=True, text=True, check=True)
+    return done.stdout.split()[-1]
+
+
+async def upload(port: int, mb: int) -> float:
+    """POST a multipart form carrying ``mb`` MB of file to the upload page, anonymously (the
+    form was parsed all the same); the seconds until the answer is back."""
+    head = (f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"model.pt\"\r\n"
+            "Content-Type: application/octet-stream\r\n\r\n").encode()
+    body = head + bytes(range(256)) * (mb * 2**20 // 256) + f"\r\n--{BOUNDARY}--\r\n".encode()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    started = time.perf_counter()
+    writer.write(f"POST /editor/files/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n"
+                 f"Content-Type: multipart/form-data; boundary={BOUNDARY}\r\n\r\n".encode())
+    writer.write(body)
+    await writer.drain()
+    await reader.readuntil(b"\r\n\r\n")
+    writer.close()
+    return time.perf_counter() - started
+
+
+async def download(port: int, session: str, mb: int) -> float:
+    """GET the student's file; the seconds until its last byte is in."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    started = time.perf_counter()
+    writer.write(f"GET /editor/files/model.pt/download HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 f"Cookie: sessionid={session}\r\nConnection: close\r\n\r\n".encode())
+    head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+    assert head.startswith("HTTP/1.1 200"), head
+    received = len(await reader.read())
+    writer.close()
+    assert received >= mb * 2**20, received
+    return time.perf_counter() - started
+
+
+async def health_times(port: int, token: str, until: asyncio.Future | None, count: int = 100) -> list[float]:
+    """Seconds of each ``GET /api/health``, one every 10 ms, until ``until`` is done (or ``count``)."""
+    client = await burst.Client(port, token).open()
+    times: list[float] = []
+    while (until is None and len(times) < count) or (until is not None and not until.done()):
+        started = time.perf_counter()
+        status, _ = await client.call("GET", "/api/health")
+        assert status == 200, status
+        times.append(time.perf_counter() - started)
+        await asyncio.sleep(0.01)
+    client.close()
+    return times
+
+
+async def beside(port: int, token: str, transfer) -> tuple[list[float], float]:
+    going = asyncio.ensure_future(transfer)
+    times = await health_times(port, token, going)
+    return times, going.result()
+
+
+async def measure(port: int, token: str, session: str, mb: int) -> dict[str, tuple[list[float], float]]:
+    return {"alone": (await health_times(port, token, None), 0.0),
+            f"beside a {mb} MB upload": await beside(port, token, upload(port, mb)),
+            f"beside a {mb} MB download": await beside(port, token, download(port, session, mb))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=64)
+    args = parser.parse_args()
+    var, env = burst.server_env("codefyui-transfer-")
+    token = burst.accounts(env, 1)[0]
+    session = session_with_a_file(env, args.mb)
+    server, port = burst.start_server(var, env)
+    try:
+        asyncio.run(burst.healthy(port, token))
+        rows = asyncio.run(measure(port, token, session, args.mb))
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(30)
+    print("GET /api/health, one every 10 ms:")
+    for name, (times, seconds) in rows.items():
+        took = f" ({seconds:.2f} s to its end)" if seconds else ""
+        print(f"  {name}{took}: {len(times)} requests, median {statistics.median(times) * 1e3:.1f} ms, "
+              f"slowest {max(times) * 1e3:.1f} ms")
+    print(f"figure: transfer_stall_slowest_request_ms = {max(max(t) for t, _ in list(rows.values())[1:]) * 1e3:.1f}")
+
+
+if __name__ == "__main__":
+    main()
