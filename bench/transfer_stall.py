@@ -1,7 +1,6 @@
 """Does one student's big transfer hold up everyone else's requests? Against a real server
-(Daphne on a free loopback port, as bench/class_burst.py starts it), one student uploads a
-64 MB file as a multipart form (the body reaches the server before any view or login
-check), then downloads a 64 MB file of theirs (My files), while another student asks
+(Daphne on a free loopback port, as bench/class_burst.py starts it), a student uploads a
+64 MB file to My files (a multipart form), then downloads a 64 MB file of theirs, while another student asks
 ``GET /api/health`` every 10 ms on a connection of their own. Prints the health requests'
 median and slowest time beside each transfer, and alone.
 
@@ -24,6 +23,7 @@ import time
 import class_burst as burst   # bench/, beside this script
 
 BOUNDARY = "codefyui-bench-boundary"
+CSRF = "b" * 32   # the form's token matches the cookie's
 
 
 def session_with_a_file(env: dict, mb: int) -> str:
@@ -46,19 +46,22 @@ def session_with_a_file(env: dict, mb: int) -> str:
     return done.stdout.split()[-1]
 
 
-async def upload(port: int, mb: int) -> float:
-    """POST a multipart form carrying ``mb`` MB of file to the upload page, anonymously (the
-    form was parsed all the same); the seconds until the answer is back."""
-    head = (f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"model.pt\"\r\n"
+async def upload(port: int, session: str, mb: int) -> float:
+    """Upload ``mb`` MB as a file of the student's (My files' form: multipart, with its CSRF
+    token); the seconds until the answer is back."""
+    head = (f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"csrfmiddlewaretoken\"\r\n\r\n{CSRF}\r\n"
+            f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"upload.pt\"\r\n"
             "Content-Type: application/octet-stream\r\n\r\n").encode()
     body = head + bytes(range(256)) * (mb * 2**20 // 256) + f"\r\n--{BOUNDARY}--\r\n".encode()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     started = time.perf_counter()
     writer.write(f"POST /editor/files/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n"
+                 f"Cookie: sessionid={session}; csrftoken={CSRF}\r\n"
                  f"Content-Type: multipart/form-data; boundary={BOUNDARY}\r\n\r\n".encode())
     writer.write(body)
     await writer.drain()
-    await reader.readuntil(b"\r\n\r\n")
+    head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+    assert head.startswith("HTTP/1.1 302") and "Location: /editor/files/" in head, head
     writer.close()
     return time.perf_counter() - started
 
@@ -99,7 +102,7 @@ async def beside(port: int, token: str, transfer) -> tuple[list[float], float]:
 
 async def measure(port: int, token: str, session: str, mb: int) -> dict[str, tuple[list[float], float]]:
     return {"alone": (await health_times(port, token, None), 0.0),
-            f"beside a {mb} MB upload": await beside(port, token, upload(port, mb)),
+            f"beside a {mb} MB upload": await beside(port, token, upload(port, session, mb)),
             f"beside a {mb} MB download": await beside(port, token, download(port, session, mb))}
 
 

@@ -8,7 +8,9 @@ than rendering a small Inspector fragment (bench/inspector_render.py). Here the 
 in sync mode and entered once, on the one thread Django keeps for thread-sensitive code, as
 a single-threaded WSGI server would: its database connection persists (CONN_MAX_AGE), and
 with the GIL nothing is lost in throughput. Long work never runs in a request: runs have
-their own pool (apps/runs), port statistics theirs (apps/stats/cache.py).
+their own pool (apps/runs), port statistics theirs (apps/stats/cache.py). Big transfers keep
+off that thread too: an upload spooled to disk is served on a thread of its own, and a
+streamed answer (a download) is read in one (``handle``, ``send_response``).
 WebSockets do not pass through here; their consumers' short database reads
 (database_sync_to_async) use that same thread, as they always did.
 
@@ -18,6 +20,7 @@ htmx or static file to serve, and skipping those is a fifth of such a request's 
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 from typing import AsyncIterator, Iterator
 
@@ -56,7 +59,11 @@ class SyncStackASGIHandler(ASGIHandler):
             return
         set_script_prefix(get_script_prefix(scope))
         try:
-            response = await sync_to_async(self._respond, thread_sensitive=True)(scope, body_file)
+            # An upload spooled to disk is served on a thread of its own: parsing and saving it
+            # takes long (a 64 MB file ~0.7 s), and on the one request thread every other
+            # request would wait for it (bench/transfer_stall.py).
+            response = await sync_to_async(self._respond, thread_sensitive=not _spooled_to_disk(body_file))(
+                scope, body_file)
             await self.send_response(response, send)
             if response.streaming:   # its content has gone out only now
                 await sync_to_async(response.close, thread_sensitive=True)()
@@ -112,6 +119,12 @@ async def _pieces_off_thread(content: Iterator[bytes]) -> AsyncIterator[bytes]:
 
     while piece := await sync_to_async(gather, thread_sensitive=False)():
         yield piece
+
+
+def _spooled_to_disk(body_file) -> bool:
+    size = body_file.seek(0, os.SEEK_END)
+    body_file.seek(0)
+    return size > settings.FILE_UPLOAD_MAX_MEMORY_SIZE
 
 
 def _token_api(request: HttpRequest) -> bool:

@@ -166,3 +166,21 @@ async def test_a_streamed_answer_is_made_off_djangos_thread_and_sent_in_big_piec
     assert [len(b) for b in bodies] == [2**20, 2**20, 2500 * 1024 - 2 * 2**20]
     django_thread = await sync_to_async(threading.get_ident, thread_sensitive=True)()
     assert made_in and django_thread not in made_in and threading.get_ident() not in made_in
+
+
+async def test_an_upload_spooled_to_disk_is_served_off_the_request_thread(student, settings):
+    """Parsing and saving a big upload takes long: it gets a thread of its own, so the one
+    request thread goes on serving the class."""
+    token = await sync_to_async(ApiToken.issue)(student)
+    headers = [(b"authorization", f"Bearer {token}".encode()), (b"content-type", b"application/json")]
+    small = json.dumps({"name": "small", "nodes": [], "edges": []}).encode()
+    big = json.dumps({"name": "big " + "x" * settings.FILE_UPLOAD_MAX_MEMORY_SIZE, "nodes": [], "edges": []}).encode()
+    seen.clear()
+    request_finished.connect(note_where)
+    try:
+        for body in (small, big, small):
+            await exchange(SyncStackASGIHandler(), "/api/graphs", headers, "POST", (body,))
+    finally:
+        request_finished.disconnect(note_where)
+    (first, _), (spooled, _), (third, _) = seen
+    assert first == third and spooled not in (first, threading.get_ident())
