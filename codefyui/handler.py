@@ -109,16 +109,20 @@ async def _pieces_off_thread(content: Iterator[bytes]) -> AsyncIterator[bytes]:
     held every other request ~0.2 s and took 64 MB more memory (bench/transfer_stall.py)."""
     pieces = iter(content)
 
-    def gather() -> bytes:
+    def gather() -> tuple[bytes, bool]:
+        """The next MiB, and whether it is the last (a small file takes one hop)."""
         gathered = bytearray()
         for piece in pieces:
             gathered += piece
             if len(gathered) >= SyncStackASGIHandler.chunk_size:
-                break
-        return bytes(gathered)
+                return bytes(gathered), False
+        return bytes(gathered), True
 
-    while piece := await sync_to_async(gather, thread_sensitive=False)():
-        yield piece
+    last = False
+    while not last:
+        piece, last = await sync_to_async(gather, thread_sensitive=False)()
+        if piece:
+            yield piece
 
 
 def _spooled_to_disk(body_file) -> bool:
