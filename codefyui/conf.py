@@ -41,8 +41,9 @@ MAX_PARALLEL_NODES = _int("CODEFYUI_MAX_PARALLEL_NODES", 4)
 MAX_CONCURRENT_RUNS = _int("CODEFYUI_MAX_CONCURRENT_RUNS", 4)
 MAX_QUEUED_RUNS_PER_USER = _int("CODEFYUI_MAX_QUEUED_RUNS_PER_USER", 3)
 
-# Run workers: processes kept started (each runs one run at a time; at most
-# MAX_CONCURRENT_RUNS of them compute at once) and the memory one run may add to its worker.
+# Run workers: processes kept started that take runs as they come, one at a time each (plus
+# spares, up to MAX_CONCURRENT_RUNS in all, that take a run only while long runs hold every
+# other worker: apps/runs/workers.WorkerPool), and the memory one run may add to its worker.
 RUN_WORKERS = max(1, _int("CODEFYUI_RUN_WORKERS", max(2, os.cpu_count() or 1)))
 
 
@@ -53,9 +54,9 @@ def _memory_mb() -> int:
         return 8192
 
 
-# Half the machine's memory, shared by the runs that may compute at once, at least 512 MB each.
-RUN_MEMORY_MAX_MB = _int("CODEFYUI_RUN_MEMORY_MAX_MB",
-                         max(512, _memory_mb() // 2 // max(1, min(RUN_WORKERS, MAX_CONCURRENT_RUNS))))
+# Half the machine's memory, shared by the runs that may compute at once (spare workers let
+# CODEFYUI_MAX_CONCURRENT_RUNS compute while long runs hold the others), at least 512 MB each.
+RUN_MEMORY_MAX_MB = _int("CODEFYUI_RUN_MEMORY_MAX_MB", max(512, _memory_mb() // 2 // max(1, MAX_CONCURRENT_RUNS)))
 EXECUTION_CACHE_MAX_MB = _int("CODEFYUI_EXECUTION_CACHE_MAX_MB", 1024)
 # Each worker's shared-memory arena, faulted in at start, that its runs' tensors cross to the
 # server through (0: a fresh memfd per tensor). Full, a tensor crosses in a fresh memfd.

@@ -207,13 +207,16 @@ _listeners: list[Callable[[ev.Event], None]] = []
 _lock = threading.Lock()
 
 
-def start_workers(size: int | None = None) -> workers.WorkerPool:
+def start_workers(size: int | None = None, spares: int | None = None) -> workers.WorkerPool:
     """Run server runs in a supervised pool of worker processes from now on (the server's
-    start-up calls this; without it runs execute in a thread of this process)."""
+    start-up calls this; without it runs execute in a thread of this process). ``spares``:
+    workers that take a run only while all the others hold long ones (WorkerPool), by
+    default as many as CODEFYUI_MAX_CONCURRENT_RUNS leaves room for."""
     size = conf.RUN_WORKERS if size is None else size
     computing = max(1, min(size, conf.MAX_CONCURRENT_RUNS))
+    spares = max(0, conf.MAX_CONCURRENT_RUNS - size) if spares is None else spares
     threads = max(1, (os.cpu_count() or 1) // computing)
-    pool = workers.WorkerPool(size, conf.RUN_MEMORY_MAX_MB, threads, _runs.dispatch)
+    pool = workers.WorkerPool(size, conf.RUN_MEMORY_MAX_MB, threads, _runs.dispatch, spares)
     with _runs.lock:
         previous, _runs.executor = _runs.executor, pool
     previous.close()
@@ -466,11 +469,13 @@ _flusher = _Flusher()
 
 
 def worker_usage() -> dict[str, int]:
-    """Run workers kept started, how many are idle, runs computing and runs queued."""
+    """Run workers kept started (spares among them), how many are idle, runs computing and runs queued."""
     with _runs.lock:
         executor = _runs.executor
-        return {"workers": len(executor.pids()) if isinstance(executor, workers.WorkerPool) else 0,
-                "idle": executor.free(), "computing": _runs.computing, "queued": len(_runs.queue)}
+        pool = executor if isinstance(executor, workers.WorkerPool) else None
+        return {"workers": len(pool.pids()) if pool else 0, "spares": pool.spares if pool else 0,
+                "idle": pool.idle() if pool else executor.free(), "computing": _runs.computing,
+                "queued": len(_runs.queue)}
 
 
 def cache_usage() -> dict[str, int]:

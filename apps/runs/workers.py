@@ -58,6 +58,7 @@ GRACE_S = 0.5     # how long a stopped node may take to return before its worker
 WATCH_S = 0.05    # how often the watcher reads the busy workers' memory and clocks
 PAGE = os.sysconf("SC_PAGE_SIZE")
 NICE = 10         # the workers' CPU priority below the server's
+LONG_RUN_S = 2.0  # a run held this long lets a spare worker take the next waiting run
 
 
 @dataclass
@@ -351,6 +352,7 @@ class Assignment:
         self.ended = False           # its terminal event went out
         self.closed = False
         self.deadline = float("inf")
+        self.handed_over = float("inf")    # when a worker took it (time.monotonic)
         self.stop_requested: float | None = None
         self.base_rss = 0
         self.unrecorded = threading.Event()  # the store stopped the run's recording
@@ -465,8 +467,8 @@ class InProcessExecutor:
 
 
 class _Worker:
-    def __init__(self, process, wire: Wire):
-        self.process, self.wire = process, wire
+    def __init__(self, process, wire: Wire, spare: bool):
+        self.process, self.wire, self.spare = process, wire, spare
         self.ready = False
         self.retiring = False
         self.assignment: Assignment | None = None
@@ -492,10 +494,15 @@ def _tell(worker: _Worker, *message) -> None:
 
 
 class WorkerPool:
-    """A supervised pool of run worker processes."""
+    """A supervised pool of run worker processes: ``size`` of them take runs as they come,
+    and ``spares`` more take one only while every other worker has held its run for
+    LONG_RUN_S, so that runs a student made far too long (10,000 epochs where 10 were meant)
+    cannot hold the whole class's runs back until their deadline. The cores are then shared
+    by more runs for a while; a burst of short runs never reaches the spares."""
 
-    def __init__(self, size: int, memory_max_mb: int, threads: int, on_free: Callable[[], None]):
+    def __init__(self, size: int, memory_max_mb: int, threads: int, on_free: Callable[[], None], spares: int = 0):
         self.size, self.memory_max_mb, self.threads, self._on_free = size, memory_max_mb, threads, on_free
+        self.spares = spares
         self._ctx = torch_mp.get_context("spawn")
         self._workers: list[_Worker] = []
         self._lock = threading.Lock()
@@ -504,21 +511,41 @@ class WorkerPool:
         self.failed_starts = 0  # workers in a row that ended before they were ready
 
     def start(self) -> "WorkerPool":
-        for _ in range(self.size):
-            self._spawn()
+        for i in range(self.size + self.spares):
+            self._spawn(spare=i >= self.size)
         threading.Thread(target=self._watch, daemon=True, name="run-workers-watch").start()
         atexit.register(self.close)
         return self
 
     def free(self) -> int:
+        """Workers that would take a run now."""
+        with self._lock:
+            return len(self._takers())
+
+    def idle(self) -> int:
+        """Workers started and holding no run, spares included."""
         with self._lock:
             return sum(1 for w in self._workers if w.ready and not w.retiring and w.assignment is None)
+
+    def _takers(self) -> list[_Worker]:
+        """The idle workers that may take a run now, spares last (under the lock)."""
+        idle = [w for w in self._workers if w.ready and not w.retiring and w.assignment is None]
+        takers = [w for w in idle if not w.spare]
+        if not takers and self._all_held_long():
+            takers = [w for w in idle if w.spare]
+        return takers
+
+    def _all_held_long(self) -> bool:
+        """Every ready worker that is no spare holds a run it took LONG_RUN_S ago (or none is ready)."""
+        now = time.monotonic()
+        return all(w.assignment is not None and now - w.assignment.handed_over >= LONG_RUN_S
+                   for w in self._workers if not w.spare and w.ready)
 
     @property
     def broken(self) -> bool:
         """Every worker failed to start and none is ready: queued runs would wait forever."""
         with self._lock:
-            return self.failed_starts >= self.size and not any(w.ready for w in self._workers)
+            return self.failed_starts >= self.size + self.spares and not any(w.ready for w in self._workers)
 
     def pids(self) -> list[int]:
         with self._lock:
@@ -527,10 +554,11 @@ class WorkerPool:
     def run(self, assignment: Assignment) -> bool:
         """Hand the run to an idle worker; False when none is idle."""
         with self._lock:
-            worker = next((w for w in self._workers if w.ready and not w.retiring and w.assignment is None), None)
+            worker = next(iter(self._takers()), None)
             if worker is None:
                 return False
             worker.assignment = assignment
+            assignment.handed_over = time.monotonic()
             assignment.tell_unrecorded = lambda: _tell(worker, "unrecorded", assignment.run_id)
             assignment.base_rss = worker.rss()
             assignment.deadline = time.monotonic() + assignment.job.options.timeout_s + 1.0
@@ -565,7 +593,7 @@ class WorkerPool:
             worker.process.join(5)
             worker.reader.join(5)  # it has seen the end of its worker's socket
 
-    def _spawn(self) -> None:
+    def _spawn(self, spare: bool) -> None:
         ours, theirs = socket.socketpair()
         process = self._ctx.Process(target=worker_main, args=(theirs, self.threads), name="codefyui-run-worker")
         process.start()
@@ -573,7 +601,7 @@ class WorkerPool:
         # on a busy machine the server's page requests come first.
         os.setpriority(os.PRIO_PROCESS, process.pid, NICE)
         theirs.close()     # the server keeps only its own end, so it sees EOF when a worker ends
-        worker = _Worker(process, Wire(ours))
+        worker = _Worker(process, Wire(ours), spare)
         with self._lock:
             self._workers.append(worker)
             closing = self._closing
@@ -628,7 +656,7 @@ class WorkerPool:
             self._on_free()  # once every worker failed, the scheduler fails what waits (it keeps trying)
             time.sleep(2)
         self.replaced += 1
-        self._spawn()
+        self._spawn(worker.spare)
 
     def _end(self, worker: _Worker, kind: str, reason: str) -> None:
         """End a worker now; its reader then reports the run with this reason."""
@@ -645,6 +673,9 @@ class WorkerPool:
             now, limit = time.monotonic(), self.memory_max_mb * 2**20
             with self._lock:
                 busy = [(w, w.assignment) for w in self._workers if w.assignment is not None and w.ending is None]
+                spare_free = any(w.spare for w in self._takers())
+            if spare_free:   # the others have held their runs long: a waiting run may go to a spare
+                self._on_free()
             for worker, assignment in busy:
                 if assignment.stop_requested is not None and now - assignment.stop_requested > GRACE_S:
                     self._end(worker, ev.RUN_STOPPED, STOPPED)

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(scope="module")
 def pool():
-    pool = service.start_workers(1)
+    pool = service.start_workers(1, spares=0)
     until(lambda: pool.free() == 1, "the worker started")
     yield pool
     service.stop_workers()

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_when_every_worker_fails_to_start_queued_and_new_runs_fail_saying_so(student, walkthrough, monkeypatch):
     monkeypatch.setattr(workers, "worker_main", broken_worker)
-    service.start_workers(2)
+    service.start_workers(2, spares=0)
     try:
         queued = service.start_run(student, document.normalise(walkthrough))
         assert service.wait_for(queued.pk, timeout=60).error == workers.NO_WORKERS

@@ -32,7 +32,7 @@ def until(condition, what: str, timeout: float = 60.0):
 
 @pytest.fixture(scope="module")
 def pool():
-    pool = service.start_workers(2)
+    pool = service.start_workers(2, spares=0)  # spares: tests/runs/test_spare_workers.py
     until(lambda: pool.free() == 2, "both workers started")
     yield pool
     service.stop_workers()
@@ -285,7 +285,7 @@ def test_a_replacement_started_while_the_pool_closes_is_ended_too():
     context = pool._ctx
     pool._ctx = types.SimpleNamespace(Process=lambda *a, **k: started.append(context.Process(*a, **k)) or started[-1])
     pool._closing = True   # close() has run and seen no worker
-    pool._spawn()
+    pool._spawn(spare=False)
     # Its reader may reap it before this test would (is_alive() then cannot tell): ask the system.
     deadline = time.monotonic() + 10
     while _running(started[0].pid) and time.monotonic() < deadline:
