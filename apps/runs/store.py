@@ -128,34 +128,50 @@ class MemoryCaptureStore(CaptureStore):
         even then (this run and the other runs still being written would exceed the budget)
         evicts nothing: the run's recording stops, RecordingStopped says so once, and this
         and every later port of the run are refused (``refused`` names them)."""
-        slot = (node_id, port)
+        self.put_many(run_id, [(node_id, port, value)])
+
+    def put_many(self, run_id: str, items: list[tuple[str, str, Any]]) -> None:
+        """``put`` for each, frozen first and kept under one lock (a node's outputs, a run's gradients)."""
         with self._lock:
-            if self._stopped(run_id, slot):
+            run = self._runs.get(run_id)
+            if run is not None and run.stopped:
+                run.refused.update((node_id, port) for node_id, port, _ in items)
                 return
-        frozen = freeze(value)
+        frozen = [((node_id, port), freeze(value)) for node_id, port, value in items]
+        stopped = None
         with self._lock:
-            if self._stopped(run_id, slot):
-                return
-            run = self._runs.setdefault(run_id, _Run())
-            before = run.bytes
-            fresh, held = _would_hold(run, slot, frozen)
-            writing = sum(self._runs[other].bytes for other in self._open if other != run_id and other in self._runs)
-            if self.max_bytes > 0 and held + writing > self.max_bytes:
-                if run.slots.pop(slot, None) is not None:  # never leave an older value behind
-                    run.recount()
-                    self._bytes += run.bytes - before
-                run.stopped = True
-                run.refused.add(slot)
-                raise RecordingStopped(run.bytes)
-            overwrite = slot in run.slots
-            run.slots[slot] = Capture(frozen, next(self._serial))
-            if overwrite:
+            for slot, value in frozen:
+                try:
+                    self._keep(run_id, slot, value)
+                except RecordingStopped as stop:
+                    stopped = stopped or stop
+        if stopped is not None:
+            raise stopped
+
+    def _keep(self, run_id: str, slot: tuple[str, str], frozen: Any) -> None:
+        """``put``'s work, under the lock."""
+        if self._stopped(run_id, slot):
+            return
+        run = self._runs.setdefault(run_id, _Run())
+        before = run.bytes
+        fresh, held = _would_hold(run, slot, frozen)
+        writing = sum(self._runs[other].bytes for other in self._open if other != run_id and other in self._runs)
+        if self.max_bytes > 0 and held + writing > self.max_bytes:
+            if run.slots.pop(slot, None) is not None:  # never leave an older value behind
                 run.recount()
-            else:
-                run.storages.update(fresh)
-                run.bytes = held
-            self._bytes += run.bytes - before
-            self._evict(keep=run_id)
+                self._bytes += run.bytes - before
+            run.stopped = True
+            run.refused.add(slot)
+            raise RecordingStopped(run.bytes)
+        overwrite = slot in run.slots
+        run.slots[slot] = Capture(frozen, next(self._serial))
+        if overwrite:
+            run.recount()
+        else:
+            run.storages.update(fresh)
+            run.bytes = held
+        self._bytes += run.bytes - before
+        self._evict(keep=run_id)
 
     def refused(self, run_id: str, node_id: str, port: str) -> bool:
         with self._lock:
