@@ -11,11 +11,13 @@ import warnings
 import pytest
 from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
+from daphne import cli, http_protocol
 from django.core.signals import request_finished
 from django.db import connection
 from django.http import StreamingHttpResponse
 
 from apps.accounts.models import ApiToken
+from codefyui import serving
 from codefyui.api import JSON_POLICY
 from codefyui.handler import SyncStackASGIHandler
 
@@ -96,13 +98,16 @@ async def test_the_products_pages_come_through_it():
     assert status == 200 and b"Log in" in body, body[:300]
 
 
-async def test_start_up_puts_its_heap_beyond_the_collector(workers_started):
+async def test_start_up_puts_its_heap_beyond_the_collector(workers_started, monkeypatch):
     """What start-up built is frozen, so full collections under load walk only what requests make;
-    and start-up starts the run workers."""
+    start-up starts the run workers, and tunes how Daphne takes requests in (codefyui/serving.py)."""
+    monkeypatch.setattr(http_protocol, "WebRequest", serving.Request.__base__)
+    monkeypatch.setattr(cli.CommandLineInterface, "server_class", serving.Server.__base__)
     gc.unfreeze()
     await sync_to_async(lambda: importlib.reload(importlib.import_module("codefyui.asgi")))()
     assert gc.get_freeze_count() > 100_000
     assert workers_started == [1]
+    assert http_protocol.WebRequest is serving.Request and cli.CommandLineInterface.server_class is serving.Server
 
 
 async def test_a_token_request_to_the_api_passes_only_the_token_middleware(student):
