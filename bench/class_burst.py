@@ -27,7 +27,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 TICK = os.sysconf("SC_CLK_TCK")
@@ -113,6 +115,29 @@ def start_server(var: Path, env: dict) -> tuple[subprocess.Popen, int]:
     return server, port
 
 
+@contextmanager
+def running(var: Path, env: dict, token: str) -> Iterator[tuple[subprocess.Popen, int, dict]]:
+    """A bench's server (start_server), once it answers with every run worker idle (healthy):
+    the process, its port and /api/health's run workers; stopped with SIGINT at the end."""
+    server, port = start_server(var, env)
+    try:
+        yield server, port, asyncio.run(healthy(port, token))
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(30)
+
+
+def session_lines(user: str) -> str:
+    """manage.py shell lines that log the script's ``user`` in: its session key is in ``session``."""
+    return ("from importlib import import_module\n"
+            "from django.conf import settings\n"
+            "from django.contrib import auth\n"
+            "session = import_module(settings.SESSION_ENGINE).SessionStore()\n"
+            f"session.update({{auth.SESSION_KEY: str({user}.pk), auth.HASH_SESSION_KEY: {user}.get_session_auth_hash(),\n"
+            "                auth.BACKEND_SESSION_KEY: 'django.contrib.auth.backends.ModelBackend'})\n"
+            "session.save()\n")
+
+
 def profiler(server: subprocess.Popen, var: Path) -> subprocess.Popen | None:
     """With BENCH_PYSPY=/path/to/py-spy: py-spy samples the server and its run workers while
     the bursts run (GIL holders only, so the samples are CPU), into var/server.txt as
@@ -190,9 +215,7 @@ def main() -> None:
     tokens = accounts(env, 2 * n + 2)
     cnn = json.loads((ROOT / "examples" / "cnn.json").read_text())
     walkthrough = json.loads((ROOT / "examples" / "walkthrough.json").read_text())
-    server, port = start_server(var, env)
-    try:
-        workers = asyncio.run(healthy(port, tokens[-1]))
+    with running(var, env, tokens[-1]) as (server, port, workers):
         # One run each of a warm-up student: every worker has run the nodes once.
         asyncio.run(burst(port, tokens[-2:], cnn, {"seed": None}))
         spy = profiler(server, var)
@@ -205,9 +228,6 @@ def main() -> None:
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait(30)
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(30)
     print(f"{n} students submit examples/cnn.json at once through the JSON API and wait with ?wait= "
           f"({workers['workers']} run workers, {os.cpu_count()} cores)")
     for name, (median, p95, cpu) in figures.items():

@@ -18,16 +18,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 import statistics
 import subprocess
 import sys
 import time
 
-from class_burst import ROOT, Client, healthy, percentile, server_env, start_server
-
-sys.path.insert(0, str(ROOT))
-from apps.runs.workers import LONG_RUN_S  # noqa: E402
+from class_burst import ROOT, Client, percentile, running, server_env, session_lines
 
 TINY_RUNS, PAGES = 5, 20
 
@@ -60,16 +56,12 @@ def hog_graph() -> dict:
 def accounts(env: dict) -> tuple[list[str], str]:
     """Three students' API tokens, and a logged-in session of the third (C)."""
     script = ("from django.core.management import call_command\n"
-              "from django.contrib.auth import get_user_model, BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY\n"
-              "from django.contrib.sessions.backends.db import SessionStore\n"
+              "from django.contrib.auth import get_user_model\n"
               "from apps.accounts.models import ApiToken\n"
               "call_command('migrate', interactive=False, verbosity=0)\n"
               "users = [get_user_model().objects.create_user(name) for name in ('a', 'b', 'c')]\n"
-              "session = SessionStore()\n"
-              "session.update({SESSION_KEY: str(users[2].pk), HASH_SESSION_KEY: users[2].get_session_auth_hash(),\n"
-              "                BACKEND_SESSION_KEY: 'django.contrib.auth.backends.ModelBackend'})\n"
-              "session.create()\n"
-              "print(' '.join(ApiToken.issue(u) for u in users), session.session_key)\n")
+              "c = users[2]\n"
+              + session_lines("c") + "print(' '.join(ApiToken.issue(u) for u in users), session.session_key)\n")
     done = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=ROOT, env=env,
                           capture_output=True, text=True, check=True)
     *tokens, session = done.stdout.split()[-4:]
@@ -139,13 +131,8 @@ def spares(matmuls: int) -> tuple[list[float], bool]:
     """The scenario above on a server with two workers and two spares (a 2-core server's default)."""
     var, env = server_env("codefyui-spares-", CODEFYUI_RUN_WORKERS="2", CODEFYUI_MAX_CONCURRENT_RUNS="4")
     tokens, _ = accounts(env)
-    server, port = start_server(var, env)
-    try:
-        asyncio.run(healthy(port, tokens[0]))
+    with running(var, env, tokens[0]) as (_, port, _):
         return asyncio.run(spare_scenario(port, tokens, matmuls))
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(30)
 
 
 def main() -> None:
@@ -155,13 +142,8 @@ def main() -> None:
     var, env = server_env("codefyui-isolation-", CODEFYUI_RUN_WORKERS="3", CODEFYUI_MAX_CONCURRENT_RUNS="3",
                           CODEFYUI_RUN_MEMORY_MAX_MB="256")
     tokens, session = accounts(env)
-    server, port = start_server(var, env)
-    try:
-        asyncio.run(healthy(port, tokens[0]))
+    with running(var, env, tokens[0]) as (_, port, _):
         result = asyncio.run(scenario(port, tokens, session, args.matmuls))
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(30)
     alone, loaded = result["alone"], result["loaded"]
     tiny_alone, tiny_loaded = statistics.median(alone["tiny"]), statistics.median(loaded["tiny"])
     heavy_s, heavy_status, overlapped = result["heavy"]
@@ -177,7 +159,7 @@ def main() -> None:
     print(f"student C's walkthrough run while A and B each hold one of two workers with a long run "
           f"(two spares, {'both still computing' if overlapped else 'A or B FINISHED'} at the end): "
           f"median {statistics.median(tiny):.3f} s, max {max(tiny):.3f} s (the first waits until the long runs "
-          f"have held their workers {LONG_RUN_S:.0f} s)")
+          "have held their workers long enough for a spare: workers.LONG_RUN_S)")
     print(f"figure: isolation_tiny_run_extra_s = {max(loaded['tiny']) - tiny_alone:.3f}")
 
 

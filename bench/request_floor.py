@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 from pathlib import Path
 
 import class_burst as burst   # bench/, beside this script
@@ -74,13 +73,8 @@ def main() -> None:
     args = parser.parse_args()
     var, env = burst.server_env("codefyui-floor-")
     token = burst.accounts(env, 1)[0]
-    server, port = burst.start_server(var, env)
-    try:
-        asyncio.run(burst.healthy(port, token))
+    with burst.running(var, env, token) as (server, port, _):
         rows = asyncio.run(measure(server.pid, port, token, args.requests))
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(30)
     print(f"server process CPU per request, {args.requests} of each one after another "
           f"({os.cpu_count()} cores); event loop = Daphne and Twisted, other = Django's thread and run readers")
     for name, loop, other in rows:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import statistics
 import subprocess
 import sys
@@ -28,19 +27,13 @@ CSRF = "b" * 32   # the form's token matches the cookie's
 
 def session_with_a_file(env: dict, mb: int) -> str:
     """A logged-in session of a new student who has a file of ``mb`` MB in My files: its key."""
-    script = ("from importlib import import_module\n"
-              "from django.conf import settings\n"
-              "from django.contrib import auth\n"
+    script = ("from django.contrib.auth import get_user_model\n"
               "from apps.runs import service\n"
-              "user = auth.get_user_model().objects.create(username='downloader')\n"
+              "user = get_user_model().objects.create(username='downloader')\n"
               "folder = service.user_files(user.pk).folder\n"
               "folder.mkdir(parents=True, exist_ok=True)\n"
               f"(folder / 'model.pt').write_bytes(bytes(range(256)) * {mb * 2**20 // 256})\n"
-              "session = import_module(settings.SESSION_ENGINE).SessionStore()\n"
-              "session.update({auth.SESSION_KEY: str(user.pk), auth.HASH_SESSION_KEY: user.get_session_auth_hash(),\n"
-              "                auth.BACKEND_SESSION_KEY: 'django.contrib.auth.backends.ModelBackend'})\n"
-              "session.save()\n"
-              "print(session.session_key)\n")
+              + burst.session_lines("user") + "print(session.session_key)\n")
     done = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=burst.ROOT, env=env,
                           capture_output=True, text=True, check=True)
     return done.stdout.split()[-1]
@@ -113,13 +106,8 @@ def main() -> None:
     var, env = burst.server_env("codefyui-transfer-")
     token = burst.accounts(env, 1)[0]
     session = session_with_a_file(env, args.mb)
-    server, port = burst.start_server(var, env)
-    try:
-        asyncio.run(burst.healthy(port, token))
+    with burst.running(var, env, token) as (_, port, _):
         rows = asyncio.run(measure(port, token, session, args.mb))
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(30)
     print("GET /api/health, one every 10 ms:")
     for name, (times, seconds) in rows.items():
         took = f" ({seconds:.2f} s to its end)" if seconds else ""

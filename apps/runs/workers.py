@@ -503,6 +503,7 @@ class WorkerPool:
     def __init__(self, size: int, memory_max_mb: int, threads: int, on_free: Callable[[], None], spares: int = 0):
         self.size, self.memory_max_mb, self.threads, self._on_free = size, memory_max_mb, threads, on_free
         self.spares = spares
+        self._spares_open = False   # whether the spares may take runs (the watcher tells the scheduler once)
         self._ctx = torch_mp.get_context("spawn")
         self._workers: list[_Worker] = []
         self._lock = threading.Lock()
@@ -525,11 +526,14 @@ class WorkerPool:
     def idle(self) -> int:
         """Workers started and holding no run, spares included."""
         with self._lock:
-            return sum(1 for w in self._workers if w.ready and not w.retiring and w.assignment is None)
+            return len(self._idle())
+
+    def _idle(self) -> list[_Worker]:
+        return [w for w in self._workers if w.ready and not w.retiring and w.assignment is None]
 
     def _takers(self) -> list[_Worker]:
         """The idle workers that may take a run now, spares last (under the lock)."""
-        idle = [w for w in self._workers if w.ready and not w.retiring and w.assignment is None]
+        idle = self._idle()
         takers = [w for w in idle if not w.spare]
         if not takers and self._all_held_long():
             takers = [w for w in idle if w.spare]
@@ -673,8 +677,9 @@ class WorkerPool:
             now, limit = time.monotonic(), self.memory_max_mb * 2**20
             with self._lock:
                 busy = [(w, w.assignment) for w in self._workers if w.assignment is not None and w.ending is None]
-                spare_free = any(w.spare for w in self._takers())
-            if spare_free:   # the others have held their runs long: a waiting run may go to a spare
+                spares_open = any(w.spare for w in self._takers())
+                opened, self._spares_open = spares_open and not self._spares_open, spares_open
+            if opened:   # the others have now held their runs long: a waiting run may go to a spare
                 self._on_free()
             for worker, assignment in busy:
                 if assignment.stop_requested is not None and now - assignment.stop_requested > GRACE_S:
