@@ -2,12 +2,17 @@
 (Daphne on a free loopback port, as bench/class_burst.py starts it), a student uploads a
 64 MB file to My files (a multipart form), then downloads a 64 MB file of theirs, while another student asks
 ``GET /api/health`` every 10 ms on a connection of their own. Prints the health requests'
-median and slowest time beside each transfer, and alone.
+median and slowest time beside each transfer, and alone. Then a slow client (a laptop that
+reads nothing for 2 s) asks for the same download: prints how much the server's memory grew
+while it waited.
 
 Before: Twisted read every multipart body into form fields with the email package on the
 event loop (a 64 MB upload held every request for ~6.5 s), and Django read a whole file into
 memory on its one request thread before sending it in 4 KiB pieces.
-Goal (issue 11): a transfer costs others' requests nothing a class would notice.
+Daphne wrote a whole answer into Twisted's send buffer whatever the client read: a slow
+client's 64 MB download took 64 MB of the server's memory.
+Goal (issue 11): a transfer costs others' requests nothing a class would notice, and a slow
+client costs the server about a piece (1 MiB) of its download.
 Run: .venv/bin/python bench/transfer_stall.py [--mb N]
 """
 from __future__ import annotations
@@ -18,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import class_burst as burst   # bench/, beside this script
 
@@ -73,6 +79,28 @@ async def download(port: int, session: str, mb: int) -> float:
     return time.perf_counter() - started
 
 
+def rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))) / 1024
+
+
+async def slow_download(pid: int, port: int, session: str, mb: int) -> float:
+    """The student's download to a client that reads nothing for 2 s, then all of it: how many
+    MB the server's memory grew while it waited."""
+    before = rss_mb(pid)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**16)
+    writer.transport.pause_reading()
+    writer.write(f"GET /editor/files/model.pt/download HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 f"Cookie: sessionid={session}\r\nConnection: close\r\n\r\n".encode())
+    await asyncio.sleep(2)
+    grown = rss_mb(pid) - before
+    writer.transport.resume_reading()
+    received = len(await reader.read())
+    writer.close()
+    assert received >= mb * 2**20, received
+    return grown
+
+
 async def health_times(port: int, token: str, until: asyncio.Future | None, count: int = 100) -> list[float]:
     """Seconds of each ``GET /api/health``, one every 10 ms, until ``until`` is done (or ``count``)."""
     client = await burst.Client(port, token).open()
@@ -106,13 +134,15 @@ def main() -> None:
     var, env = burst.server_env("codefyui-transfer-")
     token = burst.accounts(env, 1)[0]
     session = session_with_a_file(env, args.mb)
-    with burst.running(var, env, token) as (_, port, _):
+    with burst.running(var, env, token) as (server, port, _):
         rows = asyncio.run(measure(port, token, session, args.mb))
+        grown = asyncio.run(slow_download(server.pid, port, session, args.mb))
     print("GET /api/health, one every 10 ms:")
     for name, (times, seconds) in rows.items():
         took = f" ({seconds:.2f} s to its end)" if seconds else ""
         print(f"  {name}{took}: {len(times)} requests, median {statistics.median(times) * 1e3:.1f} ms, "
               f"slowest {max(times) * 1e3:.1f} ms")
+    print(f"a {args.mb} MB download to a client that reads nothing for 2 s: the server's memory grew {grown:.1f} MB")
     print(f"figure: transfer_stall_slowest_request_ms = {max(max(t) for t, _ in list(rows.values())[1:]) * 1e3:.1f}")
 
 

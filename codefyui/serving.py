@@ -9,23 +9,78 @@ queued the body for Django in 8 KiB pieces. Here requests leave their bodies to 
 1 MiB pieces (``SyncStackASGIHandler.read_body`` gives the event loop back between pieces),
 and Twisted's own access line, formatted per request and then thrown away (Daphne sends
 Twisted's log nowhere and writes its own access log), is not made.
+
+Daphne also wrote every piece of an answer into Twisted's send buffer as soon as Django made
+it, whether or not the client was reading: a download to a slow laptop sat whole in the
+server's memory (64 MB each, for a class downloading at once). Here a long answer's next
+piece waits until the connection has sent the previous one (``Server.handle_reply``), so a
+slow client holds about a piece of memory, not its whole file.
 """
 from __future__ import annotations
+
+import asyncio
 
 from daphne import cli, http_protocol, server
 
 BODY_PIECE = 2**20
 
 
+class _Sent:
+    """Twisted's push-producer interface over an asyncio event: the connection pauses it
+    when its send buffer is full and resumes it once the client has read that buffer."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.event.set()
+
+    def pauseProducing(self) -> None:
+        self.event.clear()
+
+    def resumeProducing(self) -> None:
+        self.event.set()
+
+    def stopProducing(self) -> None:
+        self.event.set()
+
+
 class Request(http_protocol.WebRequest):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, parsePOSTFormSubmission=False, **kwargs)
+
+    def handle_reply(self, message) -> None:
+        if _more_to_come(message) and self.producer is None and not self.finished and self.channel is not None:
+            self.registerProducer(_Sent(), True)   # a long answer: its pieces go as the client reads them
+        super().handle_reply(message)
+
+    async def sent(self) -> None:
+        """Until the connection has sent what it holds of a long answer (or has closed)."""
+        if isinstance(self.producer, _Sent):
+            await self.producer.event.wait()
+
+    def finish(self) -> None:
+        if isinstance(self.producer, _Sent) and self.channel is not None:
+            self.unregisterProducer()   # the next request on this connection may register its own
+        super().finish()
+
+    def connectionLost(self, reason) -> None:
+        if isinstance(self.producer, _Sent):
+            self.producer.stopProducing()   # nothing more will be sent: let the answer's writer go on
+        super().connectionLost(reason)
 
 
 class Server(server.Server):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("request_buffer_size", BODY_PIECE)
         super().__init__(*args, **kwargs)
+
+    async def handle_reply(self, protocol, message) -> None:
+        await super().handle_reply(protocol, message)
+        if _more_to_come(message) and isinstance(protocol, Request):
+            await protocol.sent()
+
+
+def _more_to_come(message) -> bool:
+    return message["type"] == "http.response.body" and message.get("more_body", False)
 
 
 def _no_access_line(factory, request) -> None:

@@ -1,12 +1,16 @@
 """How Daphne takes in requests (codefyui/serving.py): Twisted leaves a form's body to Django,
-bodies come in 1 MiB pieces, and no access line of Twisted's is made. An upload through the
+bodies come in 1 MiB pieces, no access line of Twisted's is made, and a long answer is written
+as fast as its client reads it. An upload through the
 real server is tests/e2e/test_files.py's; what a big upload costs others is bench/transfer_stall.py's."""
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 
 import pytest
 from daphne import cli, http_protocol
+from twisted.internet.error import ConnectionDone
+from twisted.internet.testing import StringTransport
 from twisted.web import http
 from twisted.web.test.requesthelper import DummyChannel
 
@@ -52,3 +56,62 @@ def test_no_access_line_of_twisteds_is_made():
     factory._logFile = SimpleNamespace(write=lines.append)
     factory.log(received(http_protocol.WebRequest))
     assert lines == []
+
+
+def answering() -> tuple[http_protocol.WebRequest, http.HTTPChannel]:
+    """A request on a connected channel whose answer has started, as Daphne holds it."""
+    channel = http.HTTPChannel()
+    channel.factory = http_protocol.HTTPFactory(server=SimpleNamespace(
+        protocol_connected=lambda request: None, protocol_disconnected=lambda request: None,
+        log_action=lambda *args: None, server_name=b""))
+    channel.makeConnection(StringTransport())
+    request = http_protocol.WebRequest(channel)
+    channel.requests.append(request)   # as the channel does once a request's headers are in
+    request.method, request.clientproto, request.request_start = b"GET", b"HTTP/1.1", 0.0
+    request.handle_reply({"type": "http.response.start", "status": 200, "headers": []})
+    return request, channel
+
+
+def test_a_long_answers_next_piece_waits_until_the_client_has_read():
+    """A slow client holds a piece of its download in the server's memory, not the whole file:
+    the next piece goes once the connection's send buffer has drained."""
+    server = cli.CommandLineInterface.server_class(application=None, endpoints=["tcp:port=0"])
+    request, channel = answering()
+    server.connections = {request: {}}   # as Server.run and protocol_connected make it
+
+    async def answer() -> None:
+        piece = {"type": "http.response.body", "body": b"x" * BODY_PIECE, "more_body": True}
+        await server.handle_reply(request, piece)        # the buffer has room: no wait
+        channel.pauseProducing()                          # the transport's buffer is full
+        writing = asyncio.ensure_future(server.handle_reply(request, piece))
+        await asyncio.sleep(0.01)
+        assert not writing.done()
+        channel.resumeProducing()                         # the client has read it
+        await asyncio.wait_for(writing, 1)
+        await server.handle_reply(request, {"type": "http.response.body", "body": b"end"})
+
+    asyncio.run(answer())
+    assert request.finished and channel._requestProducer is None   # free for the connection's next request
+    sent = channel.transport.value()
+    assert sent.count(b"x" * BODY_PIECE) == 2 and sent.endswith(b"end\r\n0\r\n\r\n")   # every piece, in order
+
+
+def test_a_closed_connection_lets_the_answers_writer_go_on():
+    request, channel = answering()
+    request.handle_reply({"type": "http.response.body", "body": b"x", "more_body": True})
+    channel.pauseProducing()
+
+    async def waiting() -> None:
+        sending = asyncio.ensure_future(request.sent())
+        await asyncio.sleep(0.01)
+        assert not sending.done()
+        channel.connectionLost(ConnectionDone())
+        await asyncio.wait_for(sending, 1)
+
+    asyncio.run(waiting())
+
+
+def test_a_short_answer_registers_nothing():
+    request, channel = answering()
+    request.handle_reply({"type": "http.response.body", "body": b"ok"})
+    assert request.finished and request.producer is None and channel._requestProducer is None
