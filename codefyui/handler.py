@@ -73,14 +73,19 @@ class SyncStackASGIHandler(ASGIHandler):
     async def read_body(self, receive):
         """The body, spooled as Django does, giving the event loop back after each piece: Daphne
         queues a big upload's pieces all at once, and writing them out in one go held every
-        other request for the whole of it (bench/transfer_stall.py)."""
+        other request for the whole of it (bench/transfer_stall.py). Pieces that go to disk are
+        written from another thread: on a busy disk one write could hold the loop ~0.1 s."""
         body_file = tempfile.SpooledTemporaryFile(max_size=settings.FILE_UPLOAD_MAX_MEMORY_SIZE, mode="w+b")
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
                 body_file.close()
                 raise RequestAborted()
-            body_file.write(message.get("body", b""))
+            piece = message.get("body", b"")
+            if body_file.tell() + len(piece) > settings.FILE_UPLOAD_MAX_MEMORY_SIZE:
+                await asyncio.to_thread(body_file.write, piece)   # to disk: it may wait on the disk
+            else:
+                body_file.write(piece)
             if not message.get("more_body", False):
                 break
             await asyncio.sleep(0)

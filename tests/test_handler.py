@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import importlib
 import json
+import tempfile
 import threading
 import warnings
 
@@ -146,6 +147,29 @@ async def test_a_body_that_comes_in_pieces_is_read_whole_and_in_order(student):
                                         (b"content-type", b"application/json")], "POST", pieces)
     assert len(pieces) > 4 and status == 201, answer
     assert json.loads(answer)["name"] == name
+
+
+async def test_pieces_of_a_body_that_go_to_disk_are_written_off_the_event_loop(settings, monkeypatch):
+    """A write to disk may wait on a busy disk; the event loop serves everyone meanwhile."""
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 100
+    pieces = [bytes([i]) * 60 for i in range(5)]
+    messages = [{"type": "http.request", "body": p, "more_body": i < 4} for i, p in enumerate(pieces)]
+    written_in: list[int] = []
+    write = tempfile.SpooledTemporaryFile.write
+
+    def spy(self, data):
+        written_in.append(threading.get_ident())
+        return write(self, data)
+
+    monkeypatch.setattr(tempfile.SpooledTemporaryFile, "write", spy)
+
+    async def receive():
+        return messages.pop(0)
+
+    body = await SyncStackASGIHandler().read_body(receive)
+    assert body.read() == b"".join(pieces)
+    loop = threading.get_ident()
+    assert written_in[0] == loop and loop not in written_in[1:]   # 60 bytes fit in memory; then it is disk
 
 
 async def test_a_streamed_answer_is_made_off_djangos_thread_and_sent_in_big_pieces():
