@@ -23,6 +23,7 @@ pytestmark = pytest.mark.e2e
 
 SCREENS = os.environ.get("CODEFYUI_SCREENS", "")
 CHAIN = ("TensorInput", "Reshape", "Softmax", "Print")
+SCREENS_1366 = {"width": 1366, "height": 768}
 
 INSIDE_WINDOW = """e => { const r = e.getBoundingClientRect();
   return r.width > 0 && r.height > 0 && r.left >= 0 && r.top >= 0 && r.right <= innerWidth + 0.5 && r.bottom <= innerHeight + 0.5; }"""
@@ -294,3 +295,25 @@ def test_the_home_page_is_one_click_from_a_lesson(nojs_page: Page):
     assert lesson.evaluate(INSIDE_WINDOW), lesson.bounding_box()
     editor.click(lesson)
     expect(editor.card("Reshape")).to_be_visible()
+
+
+def test_a_school_laptop_sees_several_runs_at_once(nojs_page: Page):
+    """The Runs panel keeps a run to one line: on 1366x768 three runs are seen whole, each
+    with its Inspect and Delete buttons inside the window, without scrolling the panel."""
+    page = nojs_page
+    page.set_viewport_size(SCREENS_1366)
+    editor = Screen(page, js=False)
+    editor.open_example()
+    run = page.get_by_role("toolbar", name="Graph").get_by_role("button", name="Run", exact=True)
+    for _ in range(3):
+        editor.use(run)
+        expect(editor.run_status()).to_contain_text("Run succeeded", timeout=RUN_TIMEOUT_MS)
+        expect(page.locator('meta[http-equiv="refresh"]')).to_have_count(0, timeout=RUN_TIMEOUT_MS)
+    page.locator("summary").filter(has_text="Runs").click()  # FALLBACK: a <summary> has no role
+    rows = page.get_by_role("table").filter(has=page.get_by_role("columnheader", name="Duration")).get_by_role("row")
+    expect(rows).to_have_count(4)   # the header and three runs
+    for row in rows.all()[1:]:
+        for button in (row.get_by_role("button", name="Inspect"), row.get_by_role("button", name=re.compile("^Delete run"))):
+            assert button.evaluate(INSIDE_WINDOW), (button.bounding_box(), page.viewport_size)
+    editor.fits()
+    editor.shot("runs")
