@@ -35,6 +35,10 @@ RUN_TIMEOUT_S = _int("CODEFYUI_RUN_TIMEOUT_S", 600)
 # A graph (every node, blocks' insides included) and its document: far past any lesson's.
 MAX_GRAPH_NODES = _int("CODEFYUI_MAX_GRAPH_NODES", 500)
 MAX_GRAPH_MB = _int("CODEFYUI_MAX_GRAPH_MB", 2)
+# What one student may keep: saved graphs and open tabs (a script's runaway loop must not fill
+# the server's disk; My files have their own quota below).
+MAX_GRAPHS_PER_USER = _int("CODEFYUI_MAX_GRAPHS_PER_USER", 200)
+MAX_TABS_PER_USER = _int("CODEFYUI_MAX_TABS_PER_USER", 50)
 
 # Execution: nodes that may run side by side in one run, runs that may run side by side.
 MAX_PARALLEL_NODES = _int("CODEFYUI_MAX_PARALLEL_NODES", 4)

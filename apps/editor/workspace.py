@@ -13,6 +13,7 @@ from django.utils.text import slugify
 
 from apps.graphs import document
 from apps.graphs.models import Graph, blank_document
+from codefyui import conf
 
 from .models import Tab
 
@@ -26,6 +27,10 @@ TAB_TOGGLES = tuple(k for k, v in document.RUN_SETTINGS_DEFAULTS.items() if isin
 
 class ImportRefused(Exception):
     pass
+
+
+class TabQuotaFull(Exception):
+    """The student has as many tabs open as one may (CODEFYUI_MAX_TABS_PER_USER)."""
 
 
 # The welcome screen's lesson topics, in this order; a lesson names one in its top-level "topic".
@@ -61,7 +66,19 @@ def example(slug: str) -> dict[str, Any] | None:
     return document.load(path.read_text())
 
 
+def check_room_for_tabs(user, adding: int = 1, what: str = "") -> None:
+    """TabQuotaFull unless the student may open ``adding`` more tabs (``what``: which file holds them)."""
+    limit, open_now = conf.MAX_TABS_PER_USER, Tab.objects.filter(owner=user).count()
+    if open_now + adding <= limit:
+        return
+    asked = f"{what} holds {adding} tabs and you have {open_now} open" if what else f"You have {open_now} tabs open"
+    raise TabQuotaFull(f"{asked}: one student may keep at most {limit} open (CODEFYUI_MAX_TABS_PER_USER). "
+                       "Close tabs you no longer need, then try again.")
+
+
 def new_tab(user, doc: dict[str, Any] | None = None, title: str = "", graph: Graph | None = None) -> Tab:
+    """A new tab of the student's, last in the row; TabQuotaFull when they may open no more."""
+    check_room_for_tabs(user)
     position = (Tab.objects.filter(owner=user).order_by("-position").values_list("position", flat=True).first() or 0) + 1
     title = (title or "").strip() or f"Tab {position}"
     return Tab.objects.create(owner=user, title=title[:80], position=position,
@@ -111,6 +128,7 @@ def _import_workspace(user, data: dict[str, Any], filename: str) -> list[Tab]:
         except (document.DocumentError, AttributeError) as exc:
             problems = getattr(exc, "problems", ["not a tab"])
             raise ImportRefused(f"{filename}, tab {i + 1}: " + "; ".join(problems)) from None
+    check_room_for_tabs(user, len(docs), filename)
     with transaction.atomic():  # all tabs or none
         return [new_tab(user, doc, title=title) for title, doc in docs]
 

@@ -7,7 +7,7 @@ from codefyui.access import get_visible, visible_to
 from codefyui.api import ApiError, api, json_body, json_response
 
 from . import document
-from .models import Graph
+from .models import Graph, GraphQuotaFull
 
 
 def _checked(request: HttpRequest) -> dict:
@@ -26,7 +26,10 @@ def graphs(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         return json_response([_listing(g) for g in visible_to(Graph.objects, request.user)])
     doc = _checked(request)
-    graph = Graph.objects.create(owner=request.user, name=doc["name"][:200], document=doc)
+    try:
+        graph = Graph.objects.create_owned(request.user, doc["name"], doc)
+    except GraphQuotaFull as exc:
+        raise ApiError(409, str(exc)) from None
     return json_response({**_listing(graph), "document": graph.document}, status=201)
 
 

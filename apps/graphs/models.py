@@ -1,7 +1,23 @@
 from django.conf import settings
 from django.db import models
 
+from codefyui import conf
+
 from .nodes.packs import installed
+
+
+class GraphQuotaFull(Exception):
+    """The student keeps as many saved graphs as one may (CODEFYUI_MAX_GRAPHS_PER_USER)."""
+
+
+class GraphManager(models.Manager):
+    def create_owned(self, owner, name: str, document: dict) -> "Graph":
+        """A new saved graph of ``owner``'s, or GraphQuotaFull saying what to do."""
+        limit = conf.MAX_GRAPHS_PER_USER
+        if self.filter(owner=owner).count() >= limit:
+            raise GraphQuotaFull(f"You already keep {limit} saved graphs, the most one student may keep "
+                                 "(CODEFYUI_MAX_GRAPHS_PER_USER). Delete a graph you no longer need, then save again.")
+        return self.create(owner=owner, name=name[:200], document=document)
 
 
 class Graph(models.Model):
@@ -12,6 +28,8 @@ class Graph(models.Model):
     document = models.JSONField()
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+
+    objects = GraphManager()
 
     class Meta:
         ordering = ["-updated"]

@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.graphs.models import Graph
+from apps.graphs.models import Graph, GraphQuotaFull
 from apps.runs.models import Run
 from codefyui.access import visible_to
 
@@ -31,6 +31,10 @@ def import_graph(request: HttpRequest) -> HttpResponse:
         messages.error(request, str(exc))
     else:
         name = doc["name"] or upload.name.removesuffix(".json")
-        Graph.objects.create(owner=request.user, name=name[:200], document=doc)
-        messages.success(request, f"Imported {name}.")
+        try:
+            Graph.objects.create_owned(request.user, name, doc)
+        except GraphQuotaFull as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"Imported {name}.")
     return redirect("home")

@@ -16,7 +16,7 @@ from codefyui.access import find_visible
 
 from .. import centers, workspace
 from ..models import Tab
-from .page import back
+from .tabs import open_tab
 
 
 def _page(request: HttpRequest, plugins_only: bool) -> HttpResponse:
@@ -64,4 +64,4 @@ def pack_example(request: HttpRequest) -> HttpResponse:
     if doc is None:
         messages.error(request, "There is no such example in an enabled pack on this server.")
         return redirect("editor:package-center")
-    return back(request, workspace.new_tab(request.user, doc, title=doc.get("name", "")))
+    return open_tab(request, doc, title=doc.get("name", ""))

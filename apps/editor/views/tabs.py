@@ -9,7 +9,7 @@ from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.graphs.models import Graph
+from apps.graphs.models import Graph, GraphQuotaFull
 from codefyui.access import get_visible
 
 from .. import workspace
@@ -19,13 +19,13 @@ from .page import back, get_tab, posted_revision
 
 @require_POST
 def tab_new(request: HttpRequest) -> HttpResponse:
-    return back(request, workspace.new_tab(request.user))
+    return open_tab(request)
 
 
 @require_POST
 def tab_open(request: HttpRequest) -> HttpResponse:
     graph = get_visible(Graph.objects, request.user, request.POST.get("graph"))
-    return back(request, workspace.new_tab(request.user, graph.document, title=graph.name, graph=graph))
+    return open_tab(request, graph.document, title=graph.name, graph=graph)
 
 
 @require_POST
@@ -34,7 +34,7 @@ def tab_example(request: HttpRequest) -> HttpResponse:
     if example is None:
         messages.error(request, "Failed to load example")
         return redirect("editor:index")
-    return back(request, workspace.new_tab(request.user, example, title=example["name"]))
+    return open_tab(request, example, title=example["name"])
 
 
 @require_POST
@@ -42,11 +42,20 @@ def tab_import(request: HttpRequest) -> HttpResponse:
     upload = request.FILES.get("file")
     try:
         tabs = workspace.import_file(request.user, upload)
-    except workspace.ImportRefused as exc:
+    except (workspace.ImportRefused, workspace.TabQuotaFull) as exc:
         messages.error(request, str(exc))
         return _back_to(request)
     messages.success(request, f"Imported {len(tabs)} tab{'s' if len(tabs) != 1 else ''}.")
     return back(request, tabs[0])
+
+
+def open_tab(request: HttpRequest, *doc, **tab) -> HttpResponse:
+    """A new tab (``workspace.new_tab``'s arguments), shown; or why the student may not open one."""
+    try:
+        return back(request, workspace.new_tab(request.user, *doc, **tab))
+    except workspace.TabQuotaFull as exc:
+        messages.error(request, str(exc))
+        return _back_to(request)
 
 
 def _back_to(request: HttpRequest) -> HttpResponse:
@@ -83,7 +92,11 @@ def tab_save(request: HttpRequest, tab_id: int) -> HttpResponse:
     tab = get_tab(request, tab_id)
     name = tab.document.get("name") or tab.title
     if tab.graph is None:
-        tab.graph = Graph.objects.create(owner=request.user, name=name[:200], document=tab.document)
+        try:
+            tab.graph = Graph.objects.create_owned(request.user, name, tab.document)
+        except GraphQuotaFull as exc:
+            messages.error(request, str(exc))
+            return back(request, tab)
         tab.save(update_fields=["graph"])
     else:
         tab.graph.document, tab.graph.name = tab.document, name[:200]
