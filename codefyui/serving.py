@@ -15,14 +15,20 @@ it, whether or not the client was reading: a download to a slow laptop sat whole
 server's memory (64 MB each, for a class downloading at once). Here a long answer's next
 piece waits until the connection has sent the previous one (``Server.handle_reply``), so a
 slow client holds about a piece of memory, not its whole file.
+
+A class holds many connections at once (a browser keeps several, and a WebSocket per open
+editor), and a process started from a shell or by systemd may open only 1024 descriptors
+unless it asks: start-up raises that soft limit as far as the hard limit allows.
 """
 from __future__ import annotations
 
 import asyncio
+import resource
 
 from daphne import cli, http_protocol, server
 
 BODY_PIECE = 2**20
+OPEN_FILES = 65536
 
 
 class _Sent:
@@ -87,10 +93,21 @@ def _no_access_line(factory, request) -> None:
     pass
 
 
+def raise_open_files_limit(wanted: int = OPEN_FILES) -> int:
+    """Let this process open ``wanted`` descriptors, or as many as its hard limit allows; the limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        return target
+    return soft
+
+
 def tune_daphne() -> None:
     """Point Daphne's command line at the server and requests above. Daphne imports the
     application before it builds its server, so this runs in time; HTTPFactory.buildProtocol
     reads the request class from its module at each connection."""
+    raise_open_files_limit()
     http_protocol.WebRequest = Request
     http_protocol.HTTPFactory.log = _no_access_line
     cli.CommandLineInterface.server_class = Server

@@ -5,6 +5,7 @@ real server is tests/e2e/test_files.py's; what a big upload costs others is benc
 from __future__ import annotations
 
 import asyncio
+import resource
 from types import SimpleNamespace
 
 import pytest
@@ -14,7 +15,7 @@ from twisted.internet.testing import StringTransport
 from twisted.web import http
 from twisted.web.test.requesthelper import DummyChannel
 
-from codefyui.serving import BODY_PIECE, tune_daphne
+from codefyui.serving import BODY_PIECE, OPEN_FILES, raise_open_files_limit, tune_daphne
 
 FORM = b'--b\r\nContent-Disposition: form-data; name="file"; filename="model.pt"\r\n\r\nweights\r\n--b--\r\n'
 
@@ -115,3 +116,16 @@ def test_a_short_answer_registers_nothing():
     request, channel = answering()
     request.handle_reply({"type": "http.response.body", "body": b"ok"})
     assert request.finished and request.producer is None and channel._requestProducer is None
+
+
+def test_start_up_lets_the_server_hold_a_class_worth_of_connections(monkeypatch):
+    """A shell or systemd starts a process with a soft limit of 1024 descriptors; the hard
+    limit is the ceiling (and an unlimited soft limit is left alone)."""
+    limits = {"now": (1024, 4096)}
+    monkeypatch.setattr(resource, "getrlimit", lambda which: limits["now"])
+    monkeypatch.setattr(resource, "setrlimit", lambda which, pair: limits.update(now=pair))
+    assert raise_open_files_limit() == 4096 and limits["now"] == (4096, 4096)
+    limits["now"] = (1024, resource.RLIM_INFINITY)
+    assert raise_open_files_limit() == OPEN_FILES and limits["now"] == (OPEN_FILES, resource.RLIM_INFINITY)
+    limits["now"] = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+    assert raise_open_files_limit() == resource.RLIM_INFINITY

@@ -23,7 +23,9 @@ Where a storage's bytes go, in the sender's order of choice:
 - **A fresh memfd** when the arena is full (or on the server's end, which has none): a copy
   into a memfd whose pages are allocated in one call (fallocate). torch's own move into
   shared memory (``_share_fd_cpu_``) touched them one fault at a time, 2-30 ms per 512 KB.
-  A storage that is shared already (a received one) goes as its own descriptor.
+  The receiver maps it by its /proc path and keeps no descriptor open (a server keeps
+  thousands of captures); sent on again (a cache hit), such a storage is copied like any
+  other. A storage in torch's own shared memory goes as its own descriptor.
 
 Descriptors pass beside the pickle (SCM_RIGHTS, all of a message's in one sendmsg; torch's
 own reductions fetched each over a fresh connection, ~0.7 ms per tensor on each side). A
@@ -352,8 +354,9 @@ class _Pickler(ForkingPickler):
             self.mappings.append(mapping)   # its descriptor stays open until the message has gone
             return "slice", self._fd(mapping.fd), offset, size
         if obj.is_shared() or not _MEMFD:
-            fd, size = obj._share_fd_cpu_()   # already shared (a received tensor): its own fd
-            return "shm", self._fd(fd), size
+            fd, size = obj._share_fd_cpu_()   # already in shared memory of torch's: its own fd
+            if fd >= 0:   # (a storage received here keeps no descriptor: it is copied like any other)
+                return "shm", self._fd(fd), size
         kind, value = self._copies.place(obj)
         if kind == "arena":
             self.named.append(value)
@@ -412,13 +415,45 @@ class _Unpickler(pickle.Unpickler):
             self._wire.accept(self._fds[pid[1]], pid[2])
             return None
         _, index, size = pid
-        fd = self._fds[index]
-        key = reductions.fd_id(fd)
-        storage = reductions.storage_from_cache(torch.UntypedStorage, key)
+        return _memfd_storage(self._fds[index], size)
+
+
+class _WeakStorages:
+    """Storages by key while they live (a weak reference each), forgetting dead ones as it grows."""
+
+    def __init__(self) -> None:
+        self._refs: dict[Any, Any] = {}
+        self._prune_at = 256
+        self.lock = threading.Lock()
+
+    def get(self, key) -> torch.UntypedStorage | None:
+        ref = self._refs.get(key)
+        return None if ref is None or ref.expired() else torch.UntypedStorage._new_with_weak_ptr(ref.cdata)
+
+    def put(self, key, storage: torch.UntypedStorage) -> None:
+        self._refs[key] = reductions.StorageWeakRef(storage)
+        if len(self._refs) >= self._prune_at:
+            self._refs = {k: r for k, r in self._refs.items() if not r.expired()}
+            self._prune_at = max(256, 2 * len(self._refs))
+
+
+# Storages mapped from a memfd a message carried, by memfd: a storage sent twice (as a capture
+# and as a cache entry) is one storage here while it lives.
+_MAPPED = _WeakStorages()
+
+
+def _memfd_storage(fd: int, size: int) -> torch.UntypedStorage:
+    """The storage of a memfd a message carried, mapped by its /proc path so that no descriptor
+    stays open: torch's own way (``_new_shared_fd_cpu``) kept one per storage, and a server
+    keeps thousands of captures and cache entries; at a process's usual limit of 1024 open
+    descriptors every student's connection was refused."""
+    key = _fd_key(fd)
+    with _MAPPED.lock:
+        storage = _MAPPED.get(key)
         if storage is None:
-            storage = torch.UntypedStorage._new_shared_fd_cpu(fd, size)
-            reductions.shared_cache[key] = reductions.StorageWeakRef(storage)
-        return storage
+            storage = torch.UntypedStorage.from_file(f"/proc/self/fd/{fd}", shared=True, nbytes=size)
+            _MAPPED.put(key, storage)
+    return storage
 
 
 class Wire:

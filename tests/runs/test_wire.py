@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import socket
 import threading
 
@@ -223,3 +224,31 @@ def test_tensors_of_every_layout_and_flag_cross_as_they_were(ends):
         assert torch.equal(came.to_dense().resolve_conj(), sent.detach().to_dense().resolve_conj())
         if sent.layout == torch.strided:
             assert came.stride() == sent.stride()
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_storages_received_in_fresh_shared_memory_hold_no_descriptor(worker_and_server):
+    """A server keeps thousands of captures: one open descriptor each ran it out of them (a
+    process may open 1024 by default) and refused every student's connection."""
+    worker, server = worker_and_server
+    before = open_descriptors()
+    sent = [torch.full((512, 1024), float(i)) for i in range(40)]   # 2 MB each: past the arena
+    worker.send(("captures", sent))
+    got = server.recv()[1]
+    worker.forget()   # the worker's copies are let go when its run ends
+    assert all(torch.equal(g, s) for g, s in zip(got, sent))
+    assert open_descriptors() <= before + 2
+
+
+def test_a_storage_received_in_fresh_shared_memory_crosses_again(worker_and_server):
+    """A capture that came in its own memfd goes back to a worker (a cache hit) as a copy."""
+    worker, server = worker_and_server
+    worker.send(("captures", [torch.full((512, 1024), 7.0)]))
+    got = server.recv()[1][0]
+    server.send(("hits", [got, got[1:]]))
+    back, view = worker.recv()[1]
+    assert torch.equal(back, got) and torch.equal(view, got[1:])
+    assert view.untyped_storage().data_ptr() == back.untyped_storage().data_ptr()
