@@ -10,14 +10,18 @@ updates (batched) and hands them to listeners (the live-progress push subscribes
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
 import threading
 import time
 from datetime import datetime, timezone as dt_timezone
+from collections import OrderedDict
 from typing import Any, Callable, Collection
 
 from django.db import close_old_connections, transaction
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
 from django.utils import timezone
 
 from apps.graphs.document import run_settings, seed_value
@@ -105,10 +109,11 @@ def run_now(doc: dict[str, Any], options: dict[str, Any], emit: Callable[[ev.Eve
 # -- server runs ---------------------------------------------------------------------------
 
 class _LiveRun:
-    """A server run from start_run until it has ended: its job, its recorder, who waits."""
+    """A server run from start_run until it has ended: its row as inserted, its job, its
+    recorder, who waits."""
 
-    def __init__(self, owner_pk: int, job: workers.Job, cache):
-        self.owner_pk, self.job, self.cache = owner_pk, job, cache
+    def __init__(self, run: Run, job: workers.Job, cache):
+        self.run, self.owner_pk, self.job, self.cache = run, run.owner_id, job, cache
         self.recorder = _Recorder(job.run_id)
         self.ended = threading.Event()
         self.waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
@@ -129,6 +134,7 @@ class _Scheduler:
     def __init__(self) -> None:
         self.queue = FairQueue()
         self.live: dict[str, _LiveRun] = {}
+        self.ended: OrderedDict[str, Run] = OrderedDict()   # the last ENDED_KEPT runs ended here, as written
         self.computing = 0
         self.lock = threading.RLock()
         self.executor: workers.WorkerPool | workers.InProcessExecutor = workers.InProcessExecutor(self.dispatch)
@@ -168,6 +174,12 @@ class _Scheduler:
             live = self.live.pop(assignment.run_id, None)
         if live is not None:
             live.recorder.flush()  # anything after the ending (its row is written already)
+            ended = copy.copy(live.run)   # the row as written last; start_run's caller keeps its own
+            live.recorder.overlay(ended)
+            with self.lock:
+                self.ended[live.job.run_id] = ended
+                while len(self.ended) > ENDED_KEPT:
+                    self.ended.popitem(last=False)
             live.wake_waiters()
         close_old_connections()
         self.dispatch()
@@ -201,6 +213,7 @@ def _with_hits(live: _LiveRun) -> workers.Job:
     return job
 
 
+ENDED_KEPT = 256
 _runs = _Scheduler()
 _cache = engine.ExecutionCache()  # one for the server, a scope per user (CODEFYUI_EXECUTION_CACHE_MAX_MB)
 _listeners: list[Callable[[ev.Event], None]] = []
@@ -267,7 +280,7 @@ def _enqueue(run: Run, planned: engine.Plan, options: dict[str, Any], weights_sc
     job = workers.Job(planned, engine.RunOptions(run_id=str(run.id), **options, weights_scope=weights_scope,
                                                  files_dir=str(files.folder), files_max_bytes=files.max_bytes,
                                                  scripts=scripts))
-    _runs.submit(_LiveRun(run.owner_id, job, _cache.scope(run.owner_id)))
+    _runs.submit(_LiveRun(run, job, _cache.scope(run.owner_id)))
 
 
 def user_files(user_pk: int) -> engine.UserFiles:
@@ -309,6 +322,28 @@ def current(run: Run) -> Run:
     if live is not None:
         live.recorder.overlay(run)
     return run
+
+
+def known_run(user, run_id) -> Run | None:
+    """A run of the user's as this process knows it, without reading the database: one it
+    runs now, or one of the last ENDED_KEPT it ended (whose row it wrote last). None for any
+    other run. ``GET /api/runs/{id}?wait=`` answers from here: reading the row back through
+    the ORM cost more than the rest of that request."""
+    key = str(run_id)
+    with _runs.lock:
+        live, ended = _runs.live.get(key), _runs.ended.get(key)
+    if live is not None and live.owner_pk == user.pk:
+        return current(copy.copy(live.run))
+    if ended is not None and ended.owner_id == user.pk:
+        return copy.copy(ended)
+    return None
+
+
+@receiver(post_delete, sender=Run, dispatch_uid="forget-ended-run")
+def _forget_ended(sender, instance: Run, **kwargs) -> None:
+    """A deleted run (the Runs panel, the API, the admin, its owner's account) is not known here any more."""
+    with _runs.lock:
+        _runs.ended.pop(str(instance.pk), None)
 
 
 async def until_finished(run_id: str, seconds: float) -> None:

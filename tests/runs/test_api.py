@@ -5,10 +5,12 @@ import json
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from apps.graphs import document
 from apps.graphs.models import Graph
-from apps.runs import service
+from apps.runs import api, service
 from apps.accounts.models import ApiToken
 from apps.runs.models import Run
 
@@ -148,6 +150,28 @@ def test_a_strangers_run_answers_404(student_client, client, stranger, graph):
     assert client.delete(f"/api/runs/{run_id}").status_code == 404
     assert client.get("/api/runs/not-a-uuid").status_code == 404
     assert post(client, "/api/runs", {"graph": graph.pk}).status_code == 404
+
+
+def run_reads(client, run_id) -> tuple[dict, int]:
+    """GET /api/runs/{id}'s answer, and how many queries of that request read the runs table."""
+    with CaptureQueriesContext(connection) as queries:
+        answer = client.get(f"/api/runs/{run_id}").json()
+    return answer, sum('"runs_run"' in q["sql"] for q in queries.captured_queries)
+
+
+def test_a_run_this_server_ended_is_answered_without_reading_its_row(student_client, graph, monkeypatch):
+    """What ?wait= answers most often: the row this process wrote last, kept in memory for the
+    last ENDED_KEPT runs; the same answer as the row, and gone once the row is deleted."""
+    monkeypatch.setattr(service, "ENDED_KEPT", 1)
+    first, second = (post(student_client, "/api/runs", {"graph": graph.pk}).json()["run_id"] for _ in range(2))
+    service.wait_for(first)
+    service.wait_for(second)
+    answer, reads = run_reads(student_client, second)
+    assert reads == 0 and answer == api.run_json(Run.objects.get(pk=second))
+    assert answer["status"] == "succeeded" and len(answer["nodes"]) == 5 and answer["log"]
+    assert run_reads(student_client, first)[1] == 1   # past the last ENDED_KEPT: read from its row
+    Run.objects.filter(pk=second).delete()            # as the admin would
+    assert student_client.get(f"/api/runs/{second}").status_code == 404
 
 
 def test_deleting_a_finished_run_drops_its_captures(student_client, graph, fresh_store):
