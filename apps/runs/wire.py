@@ -424,17 +424,20 @@ class _WeakStorages:
     def __init__(self) -> None:
         self._refs: dict[Any, Any] = {}
         self._prune_at = 256
-        self.lock = threading.Lock()
+        self._lock = threading.Lock()
 
-    def get(self, key) -> torch.UntypedStorage | None:
-        ref = self._refs.get(key)
-        return None if ref is None or ref.expired() else torch.UntypedStorage._new_with_weak_ptr(ref.cdata)
-
-    def put(self, key, storage: torch.UntypedStorage) -> None:
-        self._refs[key] = reductions.StorageWeakRef(storage)
-        if len(self._refs) >= self._prune_at:
-            self._refs = {k: r for k, r in self._refs.items() if not r.expired()}
-            self._prune_at = max(256, 2 * len(self._refs))
+    def setdefault(self, key, make: Callable[[], torch.UntypedStorage]) -> torch.UntypedStorage:
+        """The live storage under ``key``, or the one ``make`` makes now."""
+        with self._lock:
+            ref = self._refs.get(key)
+            storage = None if ref is None or ref.expired() else torch.UntypedStorage._new_with_weak_ptr(ref.cdata)
+            if storage is None:
+                storage = make()
+                self._refs[key] = reductions.StorageWeakRef(storage)
+                if len(self._refs) >= self._prune_at:
+                    self._refs = {k: r for k, r in self._refs.items() if not r.expired()}
+                    self._prune_at = max(256, 2 * len(self._refs))
+            return storage
 
 
 # Storages mapped from a memfd a message carried, by memfd: a storage sent twice (as a capture
@@ -447,13 +450,8 @@ def _memfd_storage(fd: int, size: int) -> torch.UntypedStorage:
     stays open: torch's own way (``_new_shared_fd_cpu``) kept one per storage, and a server
     keeps thousands of captures and cache entries; at a process's usual limit of 1024 open
     descriptors every student's connection was refused."""
-    key = _fd_key(fd)
-    with _MAPPED.lock:
-        storage = _MAPPED.get(key)
-        if storage is None:
-            storage = torch.UntypedStorage.from_file(f"/proc/self/fd/{fd}", shared=True, nbytes=size)
-            _MAPPED.put(key, storage)
-    return storage
+    return _MAPPED.setdefault(_fd_key(fd), lambda: torch.UntypedStorage.from_file(
+        f"/proc/self/fd/{fd}", shared=True, nbytes=size))
 
 
 class Wire:
