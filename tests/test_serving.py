@@ -5,6 +5,8 @@ real server is tests/e2e/test_files.py's; what a big upload costs others is benc
 from __future__ import annotations
 
 import asyncio
+import tempfile
+import threading
 import resource
 from types import SimpleNamespace
 
@@ -129,3 +131,51 @@ def test_start_up_lets_the_server_hold_a_class_worth_of_connections(monkeypatch)
     assert raise_open_files_limit() == OPEN_FILES and limits["now"] == (OPEN_FILES, resource.RLIM_INFINITY)
     limits["now"] = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
     assert raise_open_files_limit() == resource.RLIM_INFINITY
+
+
+class _Spy:
+    """A temp file that notes which thread writes to it."""
+
+    def __init__(self, writers: list[int]):
+        self.file, self.writers = tempfile.TemporaryFile(), writers
+
+    def write(self, data: bytes) -> int:
+        self.writers.append(threading.get_ident())
+        return self.file.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.file, name)
+
+
+def test_a_big_body_is_spooled_off_the_event_loop_and_the_request_starts_once_it_is_written(monkeypatch):
+    """Twisted wrote a big body to its temp file on the event loop, 64 KiB at a time: on a busy
+    disk a write held every request. The pieces now go to the spooler thread, in order."""
+    writers: list[int] = []
+    monkeypatch.setattr(http, "_getContentFile", lambda length: _Spy(writers))
+    started: list[tuple[int, bytes]] = []
+
+    class Started(http_protocol.WebRequest):
+        def process(self):
+            self.content.seek(0)
+            started.append((threading.get_ident(), self.content.read()))
+
+    body = bytes(range(256)) * (3 * 2**20 // 256)
+    channel = http.HTTPChannel()
+    channel.requestFactory = Started
+    channel.factory = http_protocol.HTTPFactory(server=SimpleNamespace(
+        protocol_connected=lambda request: None, protocol_disconnected=lambda request: None))
+    channel.makeConnection(StringTransport())
+
+    async def upload() -> int:
+        channel.dataReceived(f"POST /files/upload HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode())
+        for i in range(0, len(body), 2**16):
+            channel.dataReceived(body[i:i + 2**16])
+        for _ in range(200):
+            if started:
+                break
+            await asyncio.sleep(0.01)
+        return threading.get_ident()
+
+    loop = asyncio.run(upload())
+    assert started == [(loop, body)]   # the whole body, in order, before the request started
+    assert writers and loop not in writers
