@@ -61,13 +61,21 @@ def test_no_access_line_of_twisteds_is_made():
     assert lines == []
 
 
-def answering() -> tuple[http_protocol.WebRequest, http.HTTPChannel]:
-    """A request on a connected channel whose answer has started, as Daphne holds it."""
+def connected(request_class=None) -> http.HTTPChannel:
+    """A channel on an in-memory transport, its requests Daphne's (or ``request_class``)."""
     channel = http.HTTPChannel()
+    if request_class is not None:
+        channel.requestFactory = request_class
     channel.factory = http_protocol.HTTPFactory(server=SimpleNamespace(
         protocol_connected=lambda request: None, protocol_disconnected=lambda request: None,
         log_action=lambda *args: None, server_name=b""))
     channel.makeConnection(StringTransport())
+    return channel
+
+
+def answering() -> tuple[http_protocol.WebRequest, http.HTTPChannel]:
+    """A request on a connected channel whose answer has started, as Daphne holds it."""
+    channel = connected()
     request = http_protocol.WebRequest(channel)
     channel.requests.append(request)   # as the channel does once a request's headers are in
     request.method, request.clientproto, request.request_start = b"GET", b"HTTP/1.1", 0.0
@@ -160,11 +168,7 @@ def test_a_big_body_is_spooled_off_the_event_loop_and_the_request_starts_once_it
             started.append((threading.get_ident(), self.content.read()))
 
     body = bytes(range(256)) * (3 * 2**20 // 256)
-    channel = http.HTTPChannel()
-    channel.requestFactory = Started
-    channel.factory = http_protocol.HTTPFactory(server=SimpleNamespace(
-        protocol_connected=lambda request: None, protocol_disconnected=lambda request: None))
-    channel.makeConnection(StringTransport())
+    channel = connected(Started)
 
     async def upload() -> int:
         channel.dataReceived(f"POST /files/upload HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode())

@@ -15,8 +15,8 @@ import logging
 import os
 import threading
 import time
-from datetime import datetime, timezone as dt_timezone
 from collections import OrderedDict
+from datetime import datetime, timezone as dt_timezone
 from typing import Any, Callable, Collection
 
 from django.db import close_old_connections, transaction
@@ -113,10 +113,20 @@ class _LiveRun:
     recorder, who waits."""
 
     def __init__(self, run: Run, job: workers.Job, cache):
-        self.run, self.owner_pk, self.job, self.cache = run, run.owner_id, job, cache
+        self.run, self.job, self.cache = run, job, cache
         self.recorder = _Recorder(job.run_id)
         self.ended = threading.Event()
         self.waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
+
+    @property
+    def owner_pk(self) -> int:
+        return self.run.owner_id
+
+    def snapshot(self) -> Run:
+        """The run as its recorder knows it now, a copy of its own (start_run's caller keeps the row)."""
+        run = copy.copy(self.run)
+        self.recorder.overlay(run)
+        return run
 
     def wake_waiters(self) -> None:
         self.ended.set()
@@ -174,8 +184,7 @@ class _Scheduler:
             live = self.live.pop(assignment.run_id, None)
         if live is not None:
             live.recorder.flush()  # anything after the ending (its row is written already)
-            ended = copy.copy(live.run)   # the row as written last; start_run's caller keeps its own
-            live.recorder.overlay(ended)
+            ended = live.snapshot()   # the row as written last
             with self.lock:
                 self.ended[live.job.run_id] = ended
                 while len(self.ended) > ENDED_KEPT:
@@ -333,7 +342,7 @@ def known_run(user, run_id) -> Run | None:
     with _runs.lock:
         live, ended = _runs.live.get(key), _runs.ended.get(key)
     if live is not None and live.owner_pk == user.pk:
-        return current(copy.copy(live.run))
+        return live.snapshot()
     if ended is not None and ended.owner_id == user.pk:
         return copy.copy(ended)
     return None
