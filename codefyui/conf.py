@@ -44,6 +44,8 @@ MAX_TABS_PER_USER = _int("CODEFYUI_MAX_TABS_PER_USER", 50)
 MAX_PARALLEL_NODES = _int("CODEFYUI_MAX_PARALLEL_NODES", 4)
 MAX_CONCURRENT_RUNS = _int("CODEFYUI_MAX_CONCURRENT_RUNS", 4)
 MAX_QUEUED_RUNS_PER_USER = _int("CODEFYUI_MAX_QUEUED_RUNS_PER_USER", 3)
+# Pages (or scripts) one student may have following runs live over a WebSocket, per server process.
+MAX_RUN_SOCKETS_PER_USER = _int("CODEFYUI_MAX_RUN_SOCKETS_PER_USER", 10)
 
 # Run workers: processes kept started that take runs as they come, one at a time each (plus
 # spares, up to MAX_CONCURRENT_RUNS in all, that take a run only while long runs hold every

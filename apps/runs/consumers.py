@@ -1,13 +1,21 @@
 """The WebSocket of one run: its owner's editor receives small HTML fragments (a node's
 badge, a log row, the run's status) with hx-swap-oob. On (re)connect it first receives the
-run's whole current state, so a reconnect catches up on what it missed."""
+run's whole current state, so a reconnect catches up on what it missed.
+
+A student follows at most CODEFYUI_MAX_RUN_SOCKETS_PER_USER runs at once: each socket costs
+the server a connection and renders every event of its run, so a page opened many times (or
+a script's loop) would otherwise take the event loop from the whole class. The newest
+sockets are kept; the oldest is told why in its log and closed."""
 from __future__ import annotations
+
+from collections import OrderedDict
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
 from apps.graphs import subgraphs
+from codefyui import conf
 from codefyui.access import find_visible
 
 from . import push, service
@@ -28,12 +36,24 @@ class RunConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(push.user_group(self.scope["user"].pk), self.channel_name)
         await self.accept()
         await self.send(text_data=await database_sync_to_async(catch_up)(self.run_id))
+        for oldest in _followers.add(self.scope["user"].pk, self.channel_name):
+            await self.channel_layer.send(oldest, {"type": "socket.evicted"})
 
     async def disconnect(self, code):
         await self.channel_layer.group_discard(push.group(self.run_id), self.channel_name)
         user = self.scope.get("user")
         if user is not None and user.is_authenticated:
             await self.channel_layer.group_discard(push.user_group(user.pk), self.channel_name)
+            _followers.remove(user.pk, self.channel_name)
+
+    async def socket_evicted(self, message):
+        """Its user opened more sockets than they may keep, this one the longest ago."""
+        limit = conf.MAX_RUN_SOCKETS_PER_USER
+        await self.send(text_data=render_to_string("editor/_log_append.html", {"entry": {
+            "level": "warning", "text": f"This page stopped following the run: you opened more than {limit} "
+                                        f"pages that follow runs (CODEFYUI_MAX_RUN_SOCKETS_PER_USER is {limit}). "
+                                        "Reload it to follow the run again."}}))
+        await self.close(code=EVICTED)
 
     async def session_ended(self, message):
         """Its user logged out: nothing more is streamed to this page."""
@@ -53,6 +73,34 @@ class RunConsumer(AsyncWebsocketConsumer):
         if user is None or not user.is_authenticated:
             return None
         return find_visible(Run.objects, user, self.run_id)
+
+
+EVICTED = 4429   # a close code htmx's ws extension does not reconnect after
+
+
+class _Followers:
+    """Each user's open run sockets in this process, oldest first. Touched on the event loop
+    only (connect and disconnect), so it needs no lock."""
+
+    def __init__(self) -> None:
+        self._open: dict[int, OrderedDict[str, None]] = {}
+
+    def add(self, user_pk: int, channel: str) -> list[str]:
+        """Count a new socket; the channels of the oldest ones past the limit."""
+        sockets = self._open.setdefault(user_pk, OrderedDict())
+        sockets[channel] = None
+        past = max(0, len(sockets) - max(1, conf.MAX_RUN_SOCKETS_PER_USER))
+        return [sockets.popitem(last=False)[0] for _ in range(past)]
+
+    def remove(self, user_pk: int, channel: str) -> None:
+        sockets = self._open.get(user_pk)
+        if sockets is not None:
+            sockets.pop(channel, None)
+            if not sockets:
+                del self._open[user_pk]
+
+
+_followers = _Followers()
 
 
 def fragment(event: dict) -> str:

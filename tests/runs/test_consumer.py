@@ -19,7 +19,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 @pytest.fixture(autouse=True)
 def fresh_channel_layer():
+    from apps.runs import consumers
     channel_layers.backends.clear()
+    consumers._followers = consumers._Followers()
     yield
     channel_layers.backends.clear()
 
@@ -124,3 +126,36 @@ async def test_a_script_with_an_api_token_may_watch_its_own_run(student, strange
     for wrong in ("nope", strangers):
         connected, code = await token_socket(f"/ws/runs/{run.pk}/?token={wrong}").connect()
         assert not connected and code == 4404
+
+
+async def test_a_student_follows_a_bounded_number_of_runs_the_newest_kept(student, stranger, monkeypatch):
+    """Sockets past CODEFYUI_MAX_RUN_SOCKETS_PER_USER close the student's oldest, which is told why
+    in its log; another student's sockets neither count nor close."""
+    from codefyui import conf
+    monkeypatch.setattr(conf, "MAX_RUN_SOCKETS_PER_USER", 2)
+    mine = [await database_sync_to_async(Run.objects.create)(owner=student, status=Run.Status.SUCCEEDED)
+            for _ in range(3)]
+    theirs = await database_sync_to_async(Run.objects.create)(owner=stranger, status=Run.Status.SUCCEEDED)
+    other = socket(stranger, theirs.pk)
+    assert (await other.connect())[0]
+    await other.receive_from(timeout=5)
+    opened = []
+    for run in mine:
+        communicator = socket(student, run.pk)
+        assert (await communicator.connect())[0]
+        assert "Run succeeded" in await communicator.receive_from(timeout=5)
+        opened.append(communicator)
+    told = await opened[0].receive_from(timeout=5)
+    assert 'hx-swap-oob="beforeend:#log"' in told and 'class="log-warning"' in told
+    assert ("This page stopped following the run: you opened more than 2 pages that follow runs "
+            "(CODEFYUI_MAX_RUN_SOCKETS_PER_USER is 2). Reload it to follow the run again.") in told
+    assert (await opened[0].receive_output(timeout=5)) == {"type": "websocket.close", "code": 4429}
+    for communicator in (*opened[1:], other):
+        assert await communicator.receive_nothing(timeout=0.2)
+    await opened[1].disconnect()  # a closed page frees its place: the next one closes nothing
+    again = socket(student, mine[1].pk)
+    assert (await again.connect())[0]
+    await again.receive_from(timeout=5)
+    assert await opened[2].receive_nothing(timeout=0.2)
+    for communicator in (opened[2], again, other):
+        await communicator.disconnect()
