@@ -10,6 +10,11 @@ machine's default pool (two workers and two spares), A and B both start the long
 tiny runs are timed again: once the long runs have held both workers for LONG_RUN_S, a
 spare takes C's (before spares, C waited until a long run ended).
 
+Last, student A's script sends FLOOD requests at once (GET /api/graphs, each on its own
+connection) and C asks for the editor page meanwhile: Django's one request thread is taken
+in turns across senders (codefyui/handler.py), so C's page waits behind a few of A's
+requests, not all of them.
+
 Goals (issue 11): the tiny run completes within 0.5 s of its time alone; page requests stay
 within their usual time. Run: .venv/bin/python bench/isolation.py [--matmuls N]
 """
@@ -26,6 +31,7 @@ import time
 from class_burst import ROOT, Client, percentile, running, server_env, session_lines
 
 TINY_RUNS, PAGES = 5, 20
+FLOOD, FLOODS = 200, 5
 
 
 def edge(i: int, source: str, target: str, port: str = "tensor", target_port: str = "tensor") -> dict:
@@ -68,10 +74,10 @@ def accounts(env: dict) -> tuple[list[str], str]:
     return tokens, session
 
 
-async def page_times(port: int, session: str) -> list[float]:
+async def page_times(port: int, session: str, pages: int = PAGES) -> list[float]:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     times = []
-    for _ in range(PAGES):
+    for _ in range(pages):
         started = time.perf_counter()
         writer.write(f"GET /editor/ HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: sessionid={session}\r\n\r\n".encode())
         head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
@@ -81,6 +87,23 @@ async def page_times(port: int, session: str) -> list[float]:
         times.append(time.perf_counter() - started)
     writer.close()
     return times
+
+
+async def page_beside_flood(port: int, token: str, session: str) -> tuple[list[float], list[float]]:
+    """C's editor page while A's FLOOD requests wait, FLOODS times: C's seconds, and how long
+    each flood took to be answered."""
+    page, flood = [], []
+    for _ in range(FLOODS):
+        clients = [await Client(port, token).open() for _ in range(FLOOD)]
+        started = time.perf_counter()
+        requests = asyncio.gather(*(c.call("GET", "/api/graphs") for c in clients))
+        await asyncio.sleep(0.02)   # A's requests have arrived
+        page += await page_times(port, session, 1)
+        await requests
+        flood.append(time.perf_counter() - started)
+        for client in clients:
+            client.close()
+    return page, flood
 
 
 async def tiny_times(port: int, token: str, doc: dict) -> list[float]:
@@ -109,7 +132,8 @@ async def scenario(port: int, tokens: list[str], session: str, matmuls: int) -> 
     a.close()
     b.close()
     return {"alone": alone, "loaded": loaded, "heavy": (heavy_s, heavy_run["status"], overlapped),
-            "hog": (hog_s, f"{hog_run['status']}: {hog_run['error']}")}
+            "hog": (hog_s, f"{hog_run['status']}: {hog_run['error']}"),
+            "flood": await page_beside_flood(port, tokens[0], session)}
 
 
 async def spare_scenario(port: int, tokens: list[str], matmuls: int) -> tuple[list[float], bool]:
@@ -155,6 +179,10 @@ def main() -> None:
     for name, times in (("alone", alone["page"]), ("beside A and B", loaded["page"])):
         print(f"student C's editor page, {name}: median {statistics.median(times) * 1e3:.1f} ms, "
               f"p95 {percentile(times, 0.95) * 1e3:.1f} ms")
+    page, flood = result["flood"]
+    print(f"student C's editor page while A's script sends {FLOOD} requests at once: median "
+          f"{statistics.median(page) * 1e3:.1f} ms, max {max(page) * 1e3:.1f} ms (A's {FLOOD} answered in "
+          f"{statistics.median(flood) * 1e3:.0f} ms)")
     tiny, overlapped = spares(args.matmuls)
     print(f"student C's walkthrough run while A and B each hold one of two workers with a long run "
           f"(two spares, {'both still computing' if overlapped else 'A or B FINISHED'} at the end): "

@@ -14,6 +14,10 @@ streamed answer (a download) is read in one (``handle``, ``send_response``).
 WebSockets do not pass through here; their consumers' short database reads
 (database_sync_to_async) use that same thread, as they always did.
 
+Requests take that thread in turns, round-robin across who sends them (``_Turns``): a
+student's script that sends a hundred requests at once, or a page reloading in a loop, waits
+behind everyone else's next request instead of holding the class up for all of its own.
+
 A request to the JSON API that carries an API token (a script, a class's bench) passes
 through ``settings.TOKEN_API_MIDDLEWARE`` instead: it has no session, CSRF cookie, messages,
 htmx or static file to serve, and skipping those is a fifth of such a request's Django time."""
@@ -21,7 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import tempfile
+from collections import OrderedDict, deque
+from contextlib import asynccontextmanager
 from typing import AsyncIterator, Iterator
 
 from asgiref.sync import sync_to_async
@@ -42,6 +49,7 @@ class SyncStackASGIHandler(ASGIHandler):
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
         self.token_api = _Stack(settings.TOKEN_API_MIDDLEWARE)
+        self.turns = _Turns()
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -62,8 +70,11 @@ class SyncStackASGIHandler(ASGIHandler):
             # An upload spooled to disk is served on a thread of its own: parsing and saving it
             # takes long (a 64 MB file ~0.7 s), and on the one request thread every other
             # request would wait for it (bench/transfer_stall.py).
-            response = await sync_to_async(self._respond, thread_sensitive=not _spooled_to_disk(body_file))(
-                scope, body_file)
+            if _spooled_to_disk(body_file):
+                response = await sync_to_async(self._respond, thread_sensitive=False)(scope, body_file)
+            else:
+                async with self.turns.turn(_sender(scope)):
+                    response = await sync_to_async(self._respond, thread_sensitive=True)(scope, body_file)
             await self.send_response(response, send)
             if response.streaming:   # its content has gone out only now
                 await sync_to_async(response.close, thread_sensitive=True)()
@@ -134,6 +145,66 @@ def _spooled_to_disk(body_file) -> bool:
     size = body_file.seek(0, os.SEEK_END)
     body_file.seek(0)
     return size > settings.FILE_UPLOAD_MAX_MEMORY_SIZE
+
+
+class _Turns:
+    """Turns on Django's one request thread, taken round-robin across senders: a sender's
+    next request waits behind the first waiting request of every other sender. ``IN_FLIGHT``
+    requests are handed to the thread at a time, so that it never idles while the event loop
+    hands it the next one. Used on the event loop only: no lock."""
+
+    IN_FLIGHT = 2
+
+    def __init__(self) -> None:
+        self._waiting: OrderedDict[str, deque[asyncio.Future]] = OrderedDict()  # sender -> its requests, in turn order
+        self._handed = 0
+
+    @asynccontextmanager
+    async def turn(self, sender: str) -> AsyncIterator[None]:
+        if self._handed < self.IN_FLIGHT and not self._waiting:
+            self._handed += 1
+        else:
+            turn = asyncio.get_running_loop().create_future()
+            self._waiting.setdefault(sender, deque()).append(turn)
+            try:
+                await turn
+            except asyncio.CancelledError:
+                if not turn.cancelled():   # its turn had come: pass it on
+                    self._next()
+                raise
+        try:
+            yield
+        finally:
+            self._next()
+
+    def _next(self) -> None:
+        """A turn ended: the longest-waiting sender's oldest request takes it (it then goes to
+        the back of the line), or the thread has one request fewer."""
+        while self._waiting:
+            sender, turns = next(iter(self._waiting.items()))
+            turn = turns.popleft()
+            if turns:
+                self._waiting.move_to_end(sender)
+            else:
+                del self._waiting[sender]
+            if not turn.cancelled():
+                turn.set_result(None)
+                return
+        self._handed -= 1
+
+
+_SESSION = re.compile(rb"(?:^|;)\s*" + re.escape(settings.SESSION_COOKIE_NAME.encode()) + rb"=([^;]*)")
+
+
+def _sender(scope) -> str:
+    """Who sends a request, as far as taking turns goes (nothing is checked here): its API
+    token, else its session cookie, else its address."""
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            return "token:" + value.decode("latin-1")
+        if name == b"cookie" and (session := _SESSION.search(value)):
+            return "session:" + session[1].decode("latin-1")
+    return "address:" + str((scope.get("client") or ("",))[0])
 
 
 def _token_api(request: HttpRequest) -> bool:

@@ -2,6 +2,7 @@
 sync thread that keeps its database connection; start-up leaves its heap frozen."""
 from __future__ import annotations
 
+import asyncio
 import gc
 import importlib
 import json
@@ -213,3 +214,53 @@ async def test_an_upload_spooled_to_disk_is_served_off_the_request_thread(studen
         request_finished.disconnect(note_where)
     (first, _), (spooled, _), (third, _) = seen
     assert first == third and spooled not in (first, threading.get_ident())
+
+
+async def test_requests_take_the_thread_in_turns_across_senders(monkeypatch):
+    """A script's burst of requests waits behind another student's next request: turns go
+    round-robin across senders, not first come first served."""
+    app = SyncStackASGIHandler()
+    held, order = threading.Event(), []
+    respond = SyncStackASGIHandler._respond
+
+    def noted(self, scope, body_file):
+        held.wait(5)   # the thread is busy until every request is waiting
+        order.append(dict(scope["headers"])[b"cookie"].decode())
+        return respond(self, scope, body_file)
+
+    monkeypatch.setattr(SyncStackASGIHandler, "_respond", noted)
+    burst = [asyncio.ensure_future(get(app, "/login/", [(b"cookie", b"sessionid=script")])) for _ in range(6)]
+    await asyncio.sleep(0.1)
+    student = asyncio.ensure_future(get(app, "/login/", [(b"cookie", b"theme=dark; sessionid=ada")]))
+    await asyncio.sleep(0.1)
+    held.set()
+    answers = await asyncio.gather(*burst, student)
+    assert all(status == 200 for status, _ in answers)
+    # two were handed to the thread before the student asked; one more script turn, then theirs
+    assert order == ["sessionid=script"] * 3 + ["theme=dark; sessionid=ada"] + ["sessionid=script"] * 3
+
+
+async def test_who_takes_turns_is_the_token_else_the_session_else_the_address():
+    from codefyui.handler import _sender
+    scope = {"client": ("10.0.0.7", 5000), "headers": [(b"cookie", b"csrftoken=x; sessionid=abc")]}
+    assert _sender(scope) == "session:abc"
+    assert _sender({**scope, "headers": [(b"authorization", b"Bearer t0k")]}) == "token:Bearer t0k"
+    assert _sender({**scope, "headers": [(b"cookie", b"csrftoken=x")]}) == "address:10.0.0.7"
+
+
+async def test_a_request_given_up_while_it_waits_takes_no_turn():
+    from codefyui.handler import _Turns
+    turns, done = _Turns(), []
+
+    async def request(sender, hold):
+        async with turns.turn(sender):
+            await hold.wait()
+            done.append(sender)
+
+    go = asyncio.Event()
+    tasks = {name: asyncio.ensure_future(request(name, go)) for name in ("a", "b", "c", "d")}
+    await asyncio.sleep(0.01)    # a and b hold the thread; c and d wait
+    tasks["c"].cancel()
+    go.set()
+    await asyncio.gather(*tasks.values(), return_exceptions=True)
+    assert done == ["a", "b", "d"] and turns._handed == 0 and not turns._waiting
