@@ -5,10 +5,12 @@ port is written again (a loop node), so an overwritten port is summarised afresh
 stale entry simply ages out. An entry's size is the length of its JSON (orjson) encoding;
 the budget is ``CODEFYUI_STATS_CACHE_MAX_BYTES``.
 
-Where the work runs. Views are sync (Daphne runs them in worker threads, never on the event
-loop); the summary itself is computed on a small shared pool of four threads. The
-pool bounds how many summaries run at once, so thirty students opening Stats together
-queue up instead of thrashing two cores and the memory bus. Single-flight: the first
+Where the work runs. Views are sync, on the server's one request thread (codefyui/handler.py),
+which waits here while a summary is computed (20-70 ms for 1-100 million values on a 2-core
+VM, then cached); the summary itself is computed on a small shared pool of four threads,
+which bounds how many run at once in this process (the API, scripts and tests call from
+other threads too), so thirty students opening Stats together queue up instead of thrashing
+two cores and the memory bus. Single-flight: the first
 request for a key submits the work; later requests for the same key, arriving before it
 is done, wait on the same future, so a port is summarised once. A failed computation is
 not cached: every waiter sees the error, and the next request tries again.
