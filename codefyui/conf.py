@@ -39,6 +39,7 @@ MAX_GRAPH_MB = _int("CODEFYUI_MAX_GRAPH_MB", 2)
 # the server's disk; My files have their own quota below).
 MAX_GRAPHS_PER_USER = _int("CODEFYUI_MAX_GRAPHS_PER_USER", 200)
 MAX_TABS_PER_USER = _int("CODEFYUI_MAX_TABS_PER_USER", 50)
+MAX_RUNS_PER_USER = _int("CODEFYUI_MAX_RUNS_PER_USER", 500)   # kept: older finished runs are deleted
 
 # Execution: nodes that may run side by side in one run, runs that may run side by side.
 MAX_PARALLEL_NODES = _int("CODEFYUI_MAX_PARALLEL_NODES", 4)

@@ -1,7 +1,8 @@
 """What one student may keep on a shared server (CODEFYUI_MAX_GRAPHS_PER_USER,
 CODEFYUI_MAX_TABS_PER_USER): every way a saved graph or an open tab comes in is refused past
 the quota with a message that names it and says what to do, nothing is half made, and one
-student's full quota never refuses another's."""
+student's full quota never refuses another's. Runs are history: past
+CODEFYUI_MAX_RUNS_PER_USER the oldest finished ones go."""
 from __future__ import annotations
 
 import json
@@ -96,3 +97,41 @@ def test_another_students_open_tabs_never_count(client, stranger, two_tabs_open)
     client.force_login(stranger)
     client.post("/editor/tabs/new")
     assert Tab.objects.filter(owner=stranger).count() == 1
+
+
+def test_a_student_keeps_their_newest_runs_and_older_finished_ones_go_with_their_captures(student, stranger, monkeypatch, doc):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.runs import service
+    from apps.runs.models import Run
+    from apps.runs.store import get_store
+
+    monkeypatch.setattr(conf, "MAX_RUNS_PER_USER", 3)
+    now = timezone.now()
+
+    def run(owner, minutes_ago, status=Run.Status.SUCCEEDED):
+        made = Run.objects.create(owner=owner, status=status)
+        Run.objects.filter(pk=made.pk).update(created=now - timedelta(minutes=minutes_ago))
+        return made
+
+    still_running = run(student, 100, Run.Status.RUNNING)   # the oldest, but never deleted
+    old = [run(student, m) for m in (90, 80)]
+    newest = [run(student, m) for m in (3, 2, 1)]
+    for minutes_ago in (95, 85, 75, 65):
+        run(stranger, minutes_ago)
+    store = get_store()
+    store.open_run(str(old[0].pk))
+    store.put(str(old[0].pk), "n", "out", 1.0)
+    store.close_run(str(old[0].pk))
+
+    started = service.start_run(student, doc)   # what notes a student for the next sweep
+    service.wait_for(started.pk)
+    service._pruner.sweep()
+
+    kept = set(Run.objects.filter(owner=student).values_list("pk", flat=True))
+    assert kept == {still_running.pk, newest[1].pk, newest[2].pk, started.pk}
+    assert not store.has_run(str(old[0].pk))
+    assert Run.objects.filter(owner=stranger).count() == 4   # nobody noted them: not pruned
+    assert service.prune_runs(stranger.pk) == 1

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from datetime import datetime, timezone as dt_timezone
 from typing import Any, Callable, Collection
 
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections, connections, transaction
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django.utils import timezone
@@ -231,7 +231,8 @@ _lock = threading.Lock()
 
 def start_workers(size: int | None = None, spares: int | None = None) -> workers.WorkerPool:
     """Run server runs in a supervised pool of worker processes from now on (the server's
-    start-up calls this; without it runs execute in a thread of this process). ``spares``:
+    start-up calls this; without it runs execute in a thread of this process), and prune
+    students' old runs (``_Pruner``). ``spares``:
     workers that take a run only while all the others hold long ones (WorkerPool), by
     default as many as CODEFYUI_MAX_CONCURRENT_RUNS leaves room for."""
     size = conf.RUN_WORKERS if size is None else size
@@ -243,6 +244,7 @@ def start_workers(size: int | None = None, spares: int | None = None) -> workers
         previous, _runs.executor = _runs.executor, pool
     previous.close()
     pool.start()
+    _pruner.start()
     return pool
 
 
@@ -251,6 +253,7 @@ def stop_workers() -> None:
     with _runs.lock:
         previous, _runs.executor = _runs.executor, workers.InProcessExecutor(_runs.dispatch)
     previous.close()
+    _pruner.stop()
 
 
 def add_listener(listener: Callable[[ev.Event], None]) -> None:
@@ -290,6 +293,7 @@ def _enqueue(run: Run, planned: engine.Plan, options: dict[str, Any], weights_sc
                                                  files_dir=str(files.folder), files_max_bytes=files.max_bytes,
                                                  scripts=scripts))
     _runs.submit(_LiveRun(run, job, _cache.scope(run.owner_id)))
+    _pruner.note(run.owner_id)
 
 
 def user_files(user_pk: int) -> engine.UserFiles:
@@ -377,6 +381,66 @@ def delete_run(run: Run) -> None:
         raise RunConflict("Stop the run before deleting it.")
     get_store().drop_run(str(run.id))
     run.delete()
+
+
+def prune_runs(owner_pk: int) -> int:
+    """Delete the owner's finished runs older than their newest CODEFYUI_MAX_RUNS_PER_USER
+    (with their captures); how many went. A run still queued or running is never deleted."""
+    older = Run.objects.filter(owner_id=owner_pk).order_by("-created")[max(0, conf.MAX_RUNS_PER_USER):]
+    stale = [pk for pk, status in older.values_list("pk", "status") if status not in Run.UNFINISHED]
+    store = get_store()
+    for start in range(0, len(stale), 500):   # within every database's limit on query parameters
+        chunk = stale[start:start + 500]
+        for pk in chunk:
+            store.drop_run(str(pk))
+        Run.objects.filter(pk__in=chunk).delete()
+    return len(stale)
+
+
+class _Pruner:
+    """While the server runs (``start_workers``), a thread that every EVERY_S prunes the runs
+    of the students who started one since (``prune_runs``): a run's start costs nothing more,
+    and a script that runs in a loop cannot fill the server's disk with run records."""
+
+    EVERY_S = 60.0
+
+    def __init__(self) -> None:
+        self._owners: set[int] = set()
+        self._lock = threading.Lock()
+        self._stop: threading.Event | None = None
+
+    def note(self, owner_pk: int) -> None:
+        with self._lock:
+            self._owners.add(owner_pk)
+
+    def sweep(self) -> None:
+        with self._lock:
+            owners, self._owners = self._owners, set()
+        try:
+            for owner_pk in owners:
+                try:
+                    prune_runs(owner_pk)
+                except Exception:
+                    log.exception("could not prune the runs of user %s", owner_pk)
+        finally:
+            connections.close_all()   # this thread holds no connection between sweeps
+
+    def start(self) -> None:
+        self.stop()
+        self._stop = stop = threading.Event()
+        threading.Thread(target=self._loop, args=(stop,), daemon=True, name="run-pruner").start()
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+            self._stop = None
+
+    def _loop(self, stop: threading.Event) -> None:
+        while not stop.wait(self.EVERY_S):
+            self.sweep()
+
+
+_pruner = _Pruner()
 
 
 def mark_interrupted_runs() -> int:
