@@ -48,3 +48,20 @@ def test_a_preset_blocks_panel_edits_the_params_it_exposes(student_client, tab):
     tab.refresh_from_db()
     block = next(n for n in tab.document["nodes"] if n["id"] == "lstm-sequence-1")
     assert subgraphs.definition(block)["nodes"][0]["data"]["params"]["hidden_size"] == 16
+
+
+def test_the_palette_is_rendered_once_per_distinct_list_and_setting():
+    """Every student with the same settings sees the same list: it is rendered once and kept;
+    another mode, tooltip setting or set of entries renders its own."""
+    from apps.editor import palette
+    from apps.editor.context import palette_html
+
+    full, basic = palette.categories("all"), palette.categories("basic")
+    first = palette_html(full, tooltips=True)
+    assert palette_html(palette.categories("all"), tooltips=True) is first   # a fresh but equal list
+    assert 'title="Conv2d: ' in first and 'aria-label="Add Conv2d"' in first
+    plain = palette_html(full, tooltips=False)
+    assert 'aria-label="Add Conv2d"' in plain and 'title="Conv2d: ' not in plain
+    assert len(palette_html(basic, tooltips=True)) < len(first)
+    fewer = [(name, entries[1:]) for name, entries in full]
+    assert palette_html(fewer, tooltips=True) != first
