@@ -10,7 +10,7 @@ import torch
 from django.http import HttpRequest, HttpResponse
 
 from apps.runs.capture_api import GONE, port_endpoints, store_call, visible_run
-from apps.runs.engine.events import parameter_counts, value_kind
+from apps.runs.engine.events import parameter_counts, short_repr, value_kind
 from apps.runs.store import Capture, get_store
 from codefyui.api import ApiError, api, json_response
 
@@ -89,15 +89,15 @@ def payload(value: Any, slice_text: str, max_elements: int) -> dict[str, Any]:
     if kind == "model":
         params, trainable = parameter_counts(value)
         return {"type": "model", "class": type(value).__name__, "params": params, "trainable": trainable,
-                "repr": repr(value)[:TEXT_LIMIT]}
+                "repr": short_repr(value, TEXT_LIMIT)}
     if kind in ("scalar", "string"):
         return {"type": kind, "value": value[:TEXT_LIMIT] if kind == "string" else value}
     if kind == "list":
-        body = {"type": "list", "length": len(value), "repr": repr(value)[:TEXT_LIMIT]}
+        body = {"type": "list", "length": len(value), "repr": short_repr(value, TEXT_LIMIT)}
         if len(value) <= 1024 and all(isinstance(v, (bool, int, float, str)) or v is None for v in value):
             body["values"] = list(value)
         return body
-    return {"type": kind, "repr": repr(value)[:TEXT_LIMIT]}
+    return {"type": kind, "repr": short_repr(value, TEXT_LIMIT)}
 
 
 def _tensor(t: torch.Tensor, slice_text: str, max_elements: int) -> dict[str, Any]:

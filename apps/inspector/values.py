@@ -11,7 +11,7 @@ import torch
 from django.utils.safestring import SafeString, mark_safe
 
 from apps.graphs.nodes.library._images import PngImage
-from apps.runs.engine.events import mean64, parameter_counts, pieces, shape_text, value_kind
+from apps.runs.engine.events import mean64, parameter_counts, pieces, shape_text, short_repr, value_kind
 from apps.runs.engine.gradients import GradStats
 
 WINDOW = 32          # rows and columns of a 2-D slice shown at once
@@ -109,8 +109,8 @@ def view(value: Any, index: list[int] | None = None, offset: tuple[int, int] = (
     if kind == "string":
         return PlainView("string", value[:TEXT_LIMIT], f"string · {len(value)} characters")
     if kind == "list":
-        return PlainView("list", repr(value)[:TEXT_LIMIT], f"{type(value).__name__} · length {len(value)}")
-    return PlainView("other", repr(value)[:TEXT_LIMIT], type(value).__name__)
+        return PlainView("list", short_repr(value, TEXT_LIMIT), f"{type(value).__name__} · length {len(value)}")
+    return PlainView("other", short_repr(value, TEXT_LIMIT), type(value).__name__)
 
 
 def tensor_view(t: torch.Tensor, index: list[int], offset: tuple[int, int],

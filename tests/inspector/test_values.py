@@ -109,3 +109,26 @@ def test_other_values_have_plain_views():
 
 def test_an_empty_tensor_says_so():
     assert "(empty tensor)" in view(torch.zeros(0, 3)).grid
+
+
+def test_a_long_list_is_shown_without_formatting_what_is_cut():
+    """A value the Inspector, the outputs API and a run's summary show as text is cut at a
+    limit; a list of a million items is formatted only as far as the limit reaches."""
+    from apps.inspector.values import TEXT_LIMIT
+    from apps.runs.engine.events import short_repr
+
+    formatted = []
+
+    class Item:
+        def __repr__(self):
+            formatted.append(1)
+            return "item"
+
+    shown = view([Item() for _ in range(1_000_000)])
+    assert shown.text.startswith("[item, item, ") and len(shown.text) == TEXT_LIMIT
+    assert shown.meta == "list · length 1000000"
+    assert len(formatted) <= TEXT_LIMIT // 3 + 1
+    for value in ([1, (2,), {"b": 1, "a": {3, 1}}], list(range(5000)), {i: [i] * 3 for i in range(900)},
+                  frozenset({2, 1}), 10 ** 60):
+        assert short_repr(value, 4000) == repr(value)[:4000]   # what is shown is what repr() begins with
+    assert short_repr(["a" + "x" * 5000 + "z"], 4000).startswith("['axxx")
