@@ -10,7 +10,8 @@ import torch
 from django.http import HttpRequest, HttpResponse
 
 from apps.runs.capture_api import GONE, port_endpoints, store_call, visible_run
-from apps.runs.engine.events import parameter_counts, short_repr, value_kind
+from apps.graphs.nodes.reprs import short_repr
+from apps.runs.engine.events import parameter_counts, value_kind
 from apps.runs.store import Capture, get_store
 from codefyui.api import ApiError, api, json_response
 

@@ -11,7 +11,8 @@ import torch
 from django.utils.safestring import SafeString, mark_safe
 
 from apps.graphs.nodes.library._images import PngImage
-from apps.runs.engine.events import mean64, parameter_counts, pieces, shape_text, short_repr, value_kind
+from apps.graphs.nodes.reprs import short_repr
+from apps.runs.engine.events import mean64, parameter_counts, pieces, shape_text, value_kind
 from apps.runs.engine.gradients import GradStats
 
 WINDOW = 32          # rows and columns of a 2-D slice shown at once

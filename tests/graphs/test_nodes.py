@@ -310,6 +310,16 @@ def test_print_logs_with_label_and_passes_value_on(ctx):
     assert ctx.logs == ["[x] [1, 2]", "plain"]
 
 
+def test_print_writes_at_most_a_screenful_of_a_huge_value(ctx):
+    """A million predictions are not written whole into the run log (13 MB for every reader)."""
+    from apps.graphs.nodes.library.utility import PRINT_LIMIT
+    run(ctx, "Print", {"label": "predictions"}, value=list(range(1_000_000)))
+    run(ctx, "Print", value="x" * 10_000)
+    assert ctx.logs[0].startswith("[predictions] [0, 1, 2, ")
+    assert ctx.logs[0].endswith(f" … (cut at {PRINT_LIMIT:,} characters)")
+    assert len(ctx.logs[0]) < PRINT_LIMIT + 60 and ctx.logs[1] == "x" * PRINT_LIMIT + " … (cut at 4,000 characters)"
+
+
 def test_matmul_size_mismatch_names_both_shapes(ctx):
     with pytest.raises(NodeError, match=r"Size mismatch: cannot multiply \[2, 3\] by \[4, 5\]"):
         run(ctx, "MatMul", tensor_a=t(2, 3), tensor_b=t(4, 5))

@@ -115,7 +115,7 @@ def test_a_long_list_is_shown_without_formatting_what_is_cut():
     """A value the Inspector, the outputs API and a run's summary show as text is cut at a
     limit; a list of a million items is formatted only as far as the limit reaches."""
     from apps.inspector.values import TEXT_LIMIT
-    from apps.runs.engine.events import short_repr
+    from apps.graphs.nodes.reprs import short_repr
 
     formatted = []
 

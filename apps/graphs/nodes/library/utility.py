@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from ..base import NodeError, Param, Port, parse_int_list, register
+from ..reprs import short_repr
 from ._helpers import (PAIR_IN, TENSOR_IN, TENSOR_OUT, LibraryNode, build_layer, check_dim,
                        numel, shape_str, step, to_layer_dtype)
 
@@ -99,8 +100,9 @@ class Print(LibraryNode):
     details = (
         "Use Print to peek at anything flowing through a wire: a tensor, a number, a list or a "
         "model. The value appears in the run log, after \"[label]\" when you set a 'label', "
-        "so several Prints are easy to tell apart. The same value leaves through the output, "
-        "so Print can sit in the middle of a chain without changing anything."
+        "so several Prints are easy to tell apart. A long value is cut after 4,000 characters. "
+        "The same value leaves through the output, so Print can sit in the middle of a chain "
+        "without changing anything."
     )
     inputs = (Port("value", "ANY"),)
     outputs = (Port("value", "ANY"),)
@@ -108,8 +110,21 @@ class Print(LibraryNode):
 
     def run(self, ctx, params, value):
         label = params["label"]
-        ctx.log(f"[{label}] {value}" if label else str(value))
+        text = printed(value)
+        ctx.log(f"[{label}] {text}" if label else text)
         return {"value": value}
+
+
+PRINT_LIMIT = 4000   # characters of a value Print writes: a run log row, not a file
+
+
+def printed(value) -> str:
+    """str(value), cut at PRINT_LIMIT characters: a million-item list would otherwise be
+    written whole (13 MB) into the run's log, its record and the student's page. A
+    container is formatted only that far (its str is its repr)."""
+    containers = (list, tuple, dict, set, frozenset)
+    text = short_repr(value, PRINT_LIMIT + 1) if isinstance(value, containers) else str(value)
+    return text if len(text) <= PRINT_LIMIT else f"{text[:PRINT_LIMIT]} … (cut at {PRINT_LIMIT:,} characters)"
 
 
 @register
