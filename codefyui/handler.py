@@ -27,7 +27,6 @@ import asyncio
 import os
 import re
 import tempfile
-from collections import OrderedDict, deque
 from contextlib import asynccontextmanager
 from typing import AsyncIterator, Iterator
 
@@ -41,6 +40,8 @@ from django.core.handlers.exception import convert_exception_to_response
 from django.http import HttpRequest, HttpResponseBase
 from django.urls import set_script_prefix
 from django.utils.module_loading import import_string
+
+from codefyui.fairqueue import FairQueue
 
 
 class SyncStackASGIHandler(ASGIHandler):
@@ -148,15 +149,14 @@ def _spooled_to_disk(body_file) -> bool:
 
 
 class _Turns:
-    """Turns on Django's one request thread, taken round-robin across senders: a sender's
-    next request waits behind the first waiting request of every other sender. ``IN_FLIGHT``
-    requests are handed to the thread at a time, so that it never idles while the event loop
-    hands it the next one. Used on the event loop only: no lock."""
+    """Turns on Django's one request thread, taken round-robin across senders (a FairQueue of
+    waiting requests). ``IN_FLIGHT`` requests are handed to the thread at a time, so that it
+    never idles while the event loop hands it the next one. Used on the event loop only: no lock."""
 
     IN_FLIGHT = 2
 
     def __init__(self) -> None:
-        self._waiting: OrderedDict[str, deque[asyncio.Future]] = OrderedDict()  # sender -> its requests, in turn order
+        self._waiting = FairQueue()   # of futures, one per waiting request
         self._handed = 0
 
     @asynccontextmanager
@@ -165,7 +165,7 @@ class _Turns:
             self._handed += 1
         else:
             turn = asyncio.get_running_loop().create_future()
-            self._waiting.setdefault(sender, deque()).append(turn)
+            self._waiting.push(sender, turn)
             try:
                 await turn
             except asyncio.CancelledError:
@@ -178,15 +178,9 @@ class _Turns:
             self._next()
 
     def _next(self) -> None:
-        """A turn ended: the longest-waiting sender's oldest request takes it (it then goes to
-        the back of the line), or the thread has one request fewer."""
+        """A turn ended: the next waiting request takes it, or the thread has one fewer."""
         while self._waiting:
-            sender, turns = next(iter(self._waiting.items()))
-            turn = turns.popleft()
-            if turns:
-                self._waiting.move_to_end(sender)
-            else:
-                del self._waiting[sender]
+            turn = self._waiting.pop()
             if not turn.cancelled():
                 turn.set_result(None)
                 return

@@ -33,7 +33,7 @@ from codefyui import conf
 from . import engine, workers
 from .engine import events as ev
 from .models import Run, ScriptNodes
-from .fairqueue import FairQueue
+from codefyui.fairqueue import FairQueue
 from .store import get_store
 
 log = logging.getLogger("codefyui.runs")

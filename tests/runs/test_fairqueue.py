@@ -1,5 +1,5 @@
 """The fair queue: round-robin across students."""
-from apps.runs.fairqueue import FairQueue
+from codefyui.fairqueue import FairQueue
 
 
 def test_a_students_second_run_waits_behind_every_other_students_first():

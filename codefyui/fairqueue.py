@@ -1,5 +1,6 @@
-"""The run queue: round-robin across students, so a student's second queued run waits
-behind every other student's first. No Django here."""
+"""A queue taken round-robin across owners, so an owner's second item waits behind every
+other owner's first: the run queue (apps/runs/service.py) and the turns on the request
+thread (codefyui/handler.py). No Django here."""
 from __future__ import annotations
 
 from collections import OrderedDict, deque
