@@ -54,3 +54,6 @@ class FairQueue:
 
     def __len__(self) -> int:
         return sum(len(q) for q in self._owners.values())
+
+    def __bool__(self) -> bool:   # without counting every owner's items (the request thread asks per request)
+        return bool(self._owners)
