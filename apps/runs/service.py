@@ -29,11 +29,11 @@ from apps.graphs.models import PackSwitch
 from apps.graphs.nodes.base import SCRIPTS_OFF
 from apps.graphs.nodes.packs import pack_name
 from codefyui import conf
+from codefyui.fairqueue import FairQueue
 
 from . import engine, workers
 from .engine import events as ev
 from .models import Run, ScriptNodes
-from codefyui.fairqueue import FairQueue
 from .store import get_store
 
 log = logging.getLogger("codefyui.runs")
@@ -232,9 +232,9 @@ _lock = threading.Lock()
 def start_workers(size: int | None = None, spares: int | None = None) -> workers.WorkerPool:
     """Run server runs in a supervised pool of worker processes from now on (the server's
     start-up calls this; without it runs execute in a thread of this process), and prune
-    students' old runs (``_Pruner``). ``spares``:
-    workers that take a run only while all the others hold long ones (WorkerPool), by
-    default as many as CODEFYUI_MAX_CONCURRENT_RUNS leaves room for."""
+    students' old runs (``_Pruner``). ``spares``: workers that take a run only while all the
+    others hold long ones (WorkerPool), by default as many as CODEFYUI_MAX_CONCURRENT_RUNS
+    leaves room for."""
     size = conf.RUN_WORKERS if size is None else size
     computing = max(1, min(size, conf.MAX_CONCURRENT_RUNS))
     spares = max(0, conf.MAX_CONCURRENT_RUNS - size) if spares is None else spares
