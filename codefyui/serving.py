@@ -82,6 +82,11 @@ class Request(http_protocol.WebRequest):
     def _spool(self) -> None:
         piece, self._unwritten = bytes(self._unwritten), bytearray()
         self._spooled = _SPOOLER.submit(self.content.write, piece)
+        self._spooled.add_done_callback(self._note_failure)
+
+    def _note_failure(self, written: Future) -> None:
+        if written.exception() is not None:   # the disk is full, say: any piece, not only the last
+            self._spool_failed = True
 
     def requestReceived(self, command, path, version) -> None:
         """The whole body is in: once the spooler has written it, Twisted reads it back and
@@ -90,10 +95,9 @@ class Request(http_protocol.WebRequest):
             return super().requestReceived(command, path, version)
         self._spool()
 
-        def written(future) -> None:
+        def written(_) -> None:
             if self.channel is None:   # the client went away meanwhile
                 return
-            self._spool_failed = future.exception() is not None   # the disk is full, say
             super(Request, self).requestReceived(command, path, version)
 
         asyncio.wrap_future(self._spooled).add_done_callback(written)
