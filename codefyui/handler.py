@@ -18,6 +18,11 @@ Requests take that thread in turns, round-robin across who sends them (``_Turns`
 student's script that sends a hundred requests at once, or a page reloading in a loop, waits
 behind everyone else's next request instead of holding the class up for all of its own.
 
+A read whose view finds long tensor work ahead (the Stats or a heat map of a capture of a
+million values or more) gives the thread back and is served again from its start on a
+thread of its own, in turns likewise (codefyui/heavy.py): one student's 100-million-value
+capture no longer holds every other student's click for half a second.
+
 A request to the JSON API that carries an API token (a script, a class's bench) passes
 through ``settings.TOKEN_API_MIDDLEWARE`` instead: it has no session, CSRF cookie, messages,
 htmx or static file to serve, and skipping those is a fifth of such a request's Django time."""
@@ -41,7 +46,12 @@ from django.http import HttpRequest, HttpResponseBase
 from django.urls import set_script_prefix
 from django.utils.module_loading import import_string
 
+from codefyui import heavy
 from codefyui.fairqueue import FairQueue
+
+
+# Heavy reads served at once, each on a thread of its own: a core stays with everyone else's.
+HEAVY_IN_FLIGHT = max(1, (os.cpu_count() or 2) - 1)
 
 
 class SyncStackASGIHandler(ASGIHandler):
@@ -51,6 +61,7 @@ class SyncStackASGIHandler(ASGIHandler):
         super().load_middleware(is_async=False)
         self.token_api = _Stack(settings.TOKEN_API_MIDDLEWARE)
         self.turns = _Turns()
+        self.heavy_turns = _Turns(in_flight=HEAVY_IN_FLIGHT)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -72,10 +83,15 @@ class SyncStackASGIHandler(ASGIHandler):
             # takes long (a 64 MB file ~0.7 s), and on the one request thread every other
             # request would wait for it (bench/transfer_stall.py).
             if _spooled_to_disk(body_file):
-                response = await sync_to_async(self._respond, thread_sensitive=False)(scope, body_file)
+                response = await sync_to_async(self._respond, thread_sensitive=False)(scope, body_file, False)
             else:
-                async with self.turns.turn(_sender(scope)):
+                sender = _sender(scope)
+                async with self.turns.turn(sender):
                     response = await sync_to_async(self._respond, thread_sensitive=True)(scope, body_file)
+                if response is None:   # its view needs long tensor work (codefyui/heavy.py): again, elsewhere
+                    body_file.seek(0)
+                    async with self.heavy_turns.turn(sender):
+                        response = await sync_to_async(self._respond, thread_sensitive=False)(scope, body_file, False)
             await self.send_response(response, send)
             if response.streaming:   # its content has gone out only now
                 await sync_to_async(response.close, thread_sensitive=True)()
@@ -109,11 +125,17 @@ class SyncStackASGIHandler(ASGIHandler):
             response.streaming_content = _pieces_off_thread(response.streaming_content)
         await super().send_response(response, send)
 
-    def _respond(self, scope, body_file) -> HttpResponseBase:
+    def _respond(self, scope, body_file, on_request_thread: bool = True) -> HttpResponseBase | None:
+        """The response, or None where the view moved its heavy work off the request thread."""
         signals.request_started.send(sender=self.__class__, scope=scope)
         request, response = self.create_request(scope, body_file)
         if request is not None:
-            response = (self.token_api if _token_api(request) else self).get_response(request)
+            try:
+                with heavy.movable(on_request_thread and request.method in ("GET", "HEAD")):
+                    response = (self.token_api if _token_api(request) else self).get_response(request)
+            except heavy.MovedOff:
+                signals.request_finished.send(sender=self.__class__)
+                return None
         if not response.streaming:
             response.close()   # its content is bytes already
         return response
@@ -150,18 +172,18 @@ def _spooled_to_disk(body_file) -> bool:
 
 class _Turns:
     """Turns on Django's one request thread, taken round-robin across senders (a FairQueue of
-    waiting requests). ``IN_FLIGHT`` requests are handed to the thread at a time, so that it
-    never idles while the event loop hands it the next one. Used on the event loop only: no lock."""
+    waiting requests). Two requests are handed to the thread at a time, so that it never idles
+    while the event loop hands it the next one. Heavy requests take turns the same way for
+    their own threads (``in_flight`` of them). Used on the event loop only: no lock."""
 
-    IN_FLIGHT = 2
-
-    def __init__(self) -> None:
+    def __init__(self, in_flight: int = 2) -> None:
+        self._in_flight = in_flight
         self._waiting = FairQueue()   # of futures, one per waiting request
         self._handed = 0
 
     @asynccontextmanager
     async def turn(self, sender: str) -> AsyncIterator[None]:
-        if self._handed < self.IN_FLIGHT and not self._waiting:
+        if self._handed < self._in_flight and not self._waiting:
             self._handed += 1
         else:
             turn = asyncio.get_running_loop().create_future()

@@ -11,6 +11,7 @@ import threading
 import warnings
 
 import pytest
+import torch
 from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
 from daphne import cli, http_protocol
@@ -19,7 +20,7 @@ from django.db import connection
 from django.http import StreamingHttpResponse
 
 from apps.accounts.models import ApiToken
-from codefyui import serving
+from codefyui import heavy, serving
 from codefyui.api import JSON_POLICY
 from codefyui.handler import SyncStackASGIHandler
 
@@ -264,3 +265,58 @@ async def test_a_request_given_up_while_it_waits_takes_no_turn():
     go.set()
     await asyncio.gather(*tasks.values(), return_exceptions=True)
     assert done == ["a", "b", "d"] and turns._handed == 0 and not turns._waiting
+
+
+async def stats_of(student, fresh_store, values: int) -> tuple[str, list]:
+    """A run of the student's with a captured tensor of ``values`` values: the path of its
+    Stats summary, and headers that carry the student's token."""
+    from apps.runs.models import Run
+    run = await sync_to_async(Run.objects.create)(owner=student)
+    fresh_store.put(str(run.pk), "relu", "tensor", torch.ones(values))
+    token = await sync_to_async(ApiToken.issue)(student)
+    return f"/api/execution/outputs/{run.pk}/relu/tensor/stats", [(b"authorization", f"Bearer {token}".encode())]
+
+
+async def test_a_read_with_heavy_tensor_work_ahead_is_served_on_a_thread_of_its_own(student, fresh_store, monkeypatch):
+    """The Stats summary of a million values is waited for off the one request thread: the
+    class's other requests are served meanwhile, and the summary answers once it is done."""
+    from apps.stats import cache as stats_cache
+    path, auth = await stats_of(student, fresh_store, heavy.ELEMENTS)
+    summarise, release = stats_cache.summarise, threading.Event()
+
+    def slow(value, **kwargs):
+        release.wait(5)
+        return summarise(value, **kwargs)
+
+    monkeypatch.setattr(stats_cache, "summarise", slow)
+    app = SyncStackASGIHandler()
+    seen.clear()
+    request_finished.connect(note_where)
+    try:
+        stats = asyncio.ensure_future(get(app, path, auth))
+        await asyncio.sleep(0.2)
+        assert (await get(app, "/login/"))[0] == 200 and not stats.done()   # served while it computes
+        release.set()
+        status, body = await stats
+    finally:
+        request_finished.disconnect(note_where)
+    assert status == 200 and json.loads(body)["count"] == heavy.ELEMENTS
+    (tried, _), (login, _), (served, _) = seen   # in the order each ended
+    assert tried == login and served not in (tried, threading.get_ident())
+
+
+async def test_a_small_read_stays_on_the_request_thread_and_a_write_never_moves(student, fresh_store):
+    app = SyncStackASGIHandler()
+    path, auth = await stats_of(student, fresh_store, heavy.ELEMENTS - 1)
+    seen.clear()
+    request_finished.connect(note_where)
+    try:
+        assert (await get(app, path, auth))[0] == 200
+    finally:
+        request_finished.disconnect(note_where)
+    assert len(seen) == 1 and seen[0][0] != threading.get_ident()
+    with heavy.movable(), pytest.raises(heavy.MovedOff):
+        heavy.ahead(heavy.ELEMENTS)
+    heavy.ahead(heavy.ELEMENTS)   # outside the request thread's views: nothing to move
+    with heavy.movable(False):
+        heavy.ahead(heavy.ELEMENTS)   # a POST's view

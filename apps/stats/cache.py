@@ -5,14 +5,15 @@ port is written again (a loop node), so an overwritten port is summarised afresh
 stale entry simply ages out. An entry's size is the length of its JSON (orjson) encoding;
 the budget is ``CODEFYUI_STATS_CACHE_MAX_BYTES``.
 
-Where the work runs. Views are sync, on the server's one request thread (codefyui/handler.py),
-which waits here while a summary is computed (20-70 ms for 1-100 million values on a 2-core
-VM, then cached); the summary itself is computed on a small shared pool of four threads,
-which bounds how many run at once in this process (the API, scripts and tests call from
-other threads too), so thirty students opening Stats together queue up instead of thrashing
-two cores and the memory bus. Single-flight: the first
-request for a key submits the work; later requests for the same key, arriving before it
-is done, wait on the same future, so a port is summarised once. A failed computation is
+Where the work runs. Views are sync, on the server's one request thread (codefyui/handler.py).
+A summary takes 10-150 ms for 1-100 million values on a 2-core VM: from a million values up,
+the request waits for it on a thread of its own (codefyui/heavy.py), and the request thread
+serves the class meanwhile. The summary itself is computed on a small shared pool of four
+threads, which bounds how many run at once in this process (the API, scripts and tests call
+from other threads too), so thirty students opening Stats together queue up instead of
+thrashing two cores and the memory bus. Single-flight: the first request for a key submits
+the work; later requests for the same key, arriving before it is done, wait on the same
+future, so a port is summarised once. A failed computation is
 not cached: every waiter sees the error, and the next request tries again.
 """
 from __future__ import annotations
@@ -23,8 +24,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
 import orjson
+import torch
 
-from codefyui import conf
+from codefyui import conf, heavy
 
 from .summary import summarise
 
@@ -47,8 +49,10 @@ class SummaryCache:
     def max_bytes(self) -> int:
         return conf.STATS_CACHE_MAX_BYTES if self._max_bytes is None else self._max_bytes
 
-    def get(self, key: Key, compute: Callable[[], dict]) -> dict:
-        """The cached summary for ``key``, computing it (once) when missing. Treat it as read-only."""
+    def get(self, key: Key, compute: Callable[[], dict], elements: int = 0) -> dict:
+        """The cached summary for ``key``, computing it (once) when missing. Treat it as read-only.
+        A summary of ``elements`` values or more is waited for off the one request thread
+        (codefyui/heavy.py): its computation starts here, and the request comes back for it."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
@@ -59,6 +63,7 @@ class SummaryCache:
                 future = self._pool.submit(compute)
                 self._pending[key] = future
                 future.add_done_callback(lambda done: self._settle(key, done))
+        heavy.ahead(elements)
         return future.result()
 
     def _settle(self, key: Key, future: Future) -> None:
@@ -115,4 +120,11 @@ def set_cache(cache: SummaryCache | None) -> None:
 def port_summary(run_id: str, node_id: str, port: str, serial: int, value) -> dict:
     """The summary of one capture, computed once (per write serial) and cached."""
     return get_cache().get((run_id, node_id, port, serial), lambda: summarise(
-        value, threshold=conf.STATS_SAMPLE_THRESHOLD, sample_size=conf.STATS_SAMPLE_SIZE))
+        value, threshold=conf.STATS_SAMPLE_THRESHOLD, sample_size=conf.STATS_SAMPLE_SIZE), _values_in(value))
+
+
+def _values_in(value) -> int:
+    if isinstance(value, torch.Tensor):
+        return value.numel()
+    size = getattr(value, "size", 0)   # a NumPy array's or a table's
+    return size if isinstance(size, int) else 0

@@ -235,3 +235,34 @@ def test_a_node_running_when_the_server_stopped_reads_interrupted_after_a_restar
     assert 'class="badge badge-interrupted" role="status">Interrupted</span>' in body
     assert "Interrupted: the server restarted while this node was running; run the graph again" in body
     assert "Running…" not in body and "Node is running…" not in body
+
+
+@pytest.mark.parametrize("values", [1000 * 1000, 4])
+def test_a_big_captures_views_are_made_off_the_request_thread(student_client, student, fresh_store, values):
+    """A click on a node whose capture holds a million values or more, its Forward grids, its
+    card's picture and its Stats, hands the request back to be served on a thread of its own
+    (codefyui/heavy.py); a small capture's are made where the request is."""
+    import torch
+
+    from codefyui import heavy
+    doc = document.normalise({"nodes": [
+        {"id": "image", "type": "TensorCreate", "data": {"params": {"shape": "1,1000,1000"}}},
+        {"id": "relu", "type": "Activation", "data": {"params": {"function": "relu"}}}],
+        "edges": [{"id": "a", "source": "image", "sourceHandle": "tensor", "target": "relu", "targetHandle": "tensor"}]})
+    tab = Tab.objects.create(owner=student, title="big", document=doc)
+    run = Run.objects.create(owner=student, status=Run.Status.SUCCEEDED, options={"record": True},
+                             nodes={"image": {"status": "completed"}, "relu": {"status": "completed"}})
+    value = torch.randn(values)
+    fresh_store.put(str(run.pk), "image", "tensor", value)
+    fresh_store.put(str(run.pk), "relu", "tensor", value.relu())
+    for url in (f"/editor/{tab.pk}/?node=relu&view=forward&run={run.pk}",
+                f"/editor/{tab.pk}/details/relu/?pane=stats&run={run.pk}"):
+        if values >= heavy.ELEMENTS:
+            with heavy.movable(), pytest.raises(heavy.MovedOff):
+                student_client.get(url)
+            assert student_client.get(url).status_code == 200   # where it moved to
+            with heavy.movable():
+                assert student_client.get(url).status_code == 200   # made once: the next click stays
+        else:
+            with heavy.movable():
+                assert student_client.get(url).status_code == 200
