@@ -15,6 +15,11 @@ connection) and C asks for the editor page meanwhile: Django's one request threa
 in turns across senders (codefyui/handler.py), so C's page waits behind a few of A's
 requests, not all of them.
 
+Then A opens the Stats of four captures of 8 million values each (their summaries take tens
+of milliseconds each) at once, and C asks for the editor page meanwhile: a read with heavy
+tensor work ahead is served on a thread of its own (codefyui/heavy.py), so C's page does not
+wait for A's summaries.
+
 Goals (issue 11): the tiny run completes within 0.5 s of its time alone; page requests stay
 within their usual time. Run: .venv/bin/python bench/isolation.py [--matmuls N]
 """
@@ -32,6 +37,7 @@ from class_burst import ROOT, Client, percentile, running, server_env, session_l
 
 TINY_RUNS, PAGES = 5, 20
 FLOOD, FLOODS = 200, 5
+BIG_SHAPE, BIG_PORTS, STATS_ROUNDS = "2,2000,2000", ("big", "relu", "sigmoid", "tanh"), 3
 
 
 def edge(i: int, source: str, target: str, port: str = "tensor", target_port: str = "tensor") -> dict:
@@ -57,6 +63,17 @@ def hog_graph() -> dict:
     return {"nodes": [{"id": "start", "type": "Start"},
                       {"id": "big", "type": "TensorCreate", "data": {"params": {"shape": "9000,9000", "fill": "randn"}}}],
             "edges": [trigger("big")]}
+
+
+def big_captures_graph() -> dict:
+    """A [2, 2000, 2000] random tensor and three activations of it: four captures of 8 M values."""
+    nodes = [{"id": "start", "type": "Start"},
+             {"id": "big", "type": "TensorCreate", "data": {"params": {"shape": BIG_SHAPE, "fill": "randn"}}}]
+    edges = [trigger("big")]
+    for i, name in enumerate(BIG_PORTS[1:]):
+        nodes.append({"id": name, "type": "Activation", "data": {"params": {"function": name}}})
+        edges.append(edge(i, "big", name))
+    return {"nodes": nodes, "edges": edges}
 
 
 def accounts(env: dict) -> tuple[list[str], str]:
@@ -106,6 +123,28 @@ async def page_beside_flood(port: int, token: str, session: str) -> tuple[list[f
     return page, flood
 
 
+async def page_beside_stats(port: int, token: str, session: str) -> tuple[list[float], list[float]]:
+    """C's editor page while A opens the Stats of BIG_PORTS fresh captures at once, STATS_ROUNDS
+    times (a new run of A's each round): C's seconds, and how long A's summaries took."""
+    page, stats = [], []
+    a = await Client(port, token).open()
+    for _ in range(STATS_ROUNDS):
+        _, run = await a.run(big_captures_graph(), {"record": True})
+        assert run["status"] == "succeeded", run["error"]
+        clients = [await Client(port, token).open() for _ in BIG_PORTS]
+        started = time.perf_counter()
+        requests = asyncio.gather(*(c.call("GET", f"/api/execution/outputs/{run['run_id']}/{node}/tensor/stats")
+                                    for c, node in zip(clients, BIG_PORTS)))
+        await asyncio.sleep(0.02)   # A's requests have arrived
+        page += await page_times(port, session, 1)
+        assert all(status == 200 for status, _ in await requests)
+        stats.append(time.perf_counter() - started)
+        for client in clients:
+            client.close()
+    a.close()
+    return page, stats
+
+
 async def tiny_times(port: int, token: str, doc: dict) -> list[float]:
     client = await Client(port, token).open()
     times = []
@@ -133,7 +172,8 @@ async def scenario(port: int, tokens: list[str], session: str, matmuls: int) -> 
     b.close()
     return {"alone": alone, "loaded": loaded, "heavy": (heavy_s, heavy_run["status"], overlapped),
             "hog": (hog_s, f"{hog_run['status']}: {hog_run['error']}"),
-            "flood": await page_beside_flood(port, tokens[0], session)}
+            "flood": await page_beside_flood(port, tokens[0], session),
+            "stats": await page_beside_stats(port, tokens[0], session)}
 
 
 async def spare_scenario(port: int, tokens: list[str], matmuls: int) -> tuple[list[float], bool]:
@@ -183,6 +223,10 @@ def main() -> None:
     print(f"student C's editor page while A's script sends {FLOOD} requests at once: median "
           f"{statistics.median(page) * 1e3:.1f} ms, max {max(page) * 1e3:.1f} ms (A's {FLOOD} answered in "
           f"{statistics.median(flood) * 1e3:.0f} ms)")
+    page, stats = result["stats"]
+    print(f"student C's editor page while A opens the Stats of {len(BIG_PORTS)} captures of [{BIG_SHAPE}] at once: "
+          f"median {statistics.median(page) * 1e3:.1f} ms, max {max(page) * 1e3:.1f} ms (A's summaries answered in "
+          f"{statistics.median(stats) * 1e3:.0f} ms)")
     tiny, overlapped = spares(args.matmuls)
     print(f"student C's walkthrough run while A and B each hold one of two workers with a long run "
           f"(two spares, {'both still computing' if overlapped else 'A or B FINISHED'} at the end): "
