@@ -13,8 +13,8 @@ threads, which bounds how many run at once in this process (the API, scripts and
 from other threads too), so thirty students opening Stats together queue up instead of
 thrashing two cores and the memory bus. Single-flight: the first request for a key submits
 the work; later requests for the same key, arriving before it is done, wait on the same
-future, so a port is summarised once. A failed computation is
-not cached: every waiter sees the error, and the next request tries again.
+future, so a port is summarised once. A failed computation is not cached: every waiter sees
+the error, and the next request tries again.
 """
 from __future__ import annotations
 
