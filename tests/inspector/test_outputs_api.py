@@ -44,6 +44,19 @@ def test_too_many_elements_answers_413_with_guidance(student_client, run):
     assert response.json()["detail"] == "output has 24 elements (max 10); supply a narrower 'slice' parameter"
 
 
+def test_a_million_values_are_made_into_json_off_the_request_thread(student_client, run, fresh_store):
+    """Turning a million values into JSON takes ~0.2 s: the request moves to a thread of its own
+    (codefyui/heavy.py); a narrower slice of the same capture does not."""
+    from codefyui import heavy
+    fresh_store.put(str(run.pk), "big", "tensor", torch.zeros(2, 1000, 1000))
+    wide = {"slice": "0", "max_elements": "1000000"}
+    with heavy.movable():
+        with pytest.raises(heavy.MovedOff):
+            student_client.get(url(run, "big", "tensor"), wide)
+        assert student_client.get(url(run, "big", "tensor"), {"slice": "0,:4"}).json()["sliced_shape"] == [4, 1000]
+    assert student_client.get(url(run, "big", "tensor"), wide).json()["sliced_shape"] == [1000, 1000]
+
+
 def test_bad_slices_answer_400(student_client, run):
     assert student_client.get(url(run, "x", "tensor"), {"slice": "a"}).json()["detail"].startswith("invalid slice")
     assert student_client.get(url(run, "x", "tensor"), {"slice": "9"}).json()["detail"].startswith("slice failed")
