@@ -1,0 +1,66 @@
+"""A capture of a million values in a real Chromium: its card's heat map and the Inspector's
+Forward grid are made on a thread of their own (codefyui/heavy.py), and the student sees them
+as for any capture, with and without JavaScript."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import RUN_TIMEOUT_MS
+from tests.e2e.test_walkthrough import Editor
+
+pytestmark = pytest.mark.e2e
+
+HEAT = re.compile(r"^Heat map of the output \[1000, 1000\]: from 0 to ")
+
+
+def graph() -> bytes:
+    return json.dumps({
+        "name": "A million values", "description": "A 1000 × 1000 random tensor and its ReLU.",
+        "settings": {"seed": 1, "record_outputs": True},
+        "nodes": [
+            {"id": "start", "type": "Start", "position": {"x": 24, "y": 40}, "data": {"params": {}}},
+            {"id": "big", "type": "TensorCreate", "position": {"x": 264, "y": 40},
+             "data": {"params": {"shape": "1000,1000", "fill": "randn"}}},
+            {"id": "relu", "type": "Activation", "position": {"x": 504, "y": 40},
+             "data": {"params": {"function": "relu"}}},
+        ],
+        "edges": [
+            {"id": "t1", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": "big",
+             "targetHandle": ""},
+            {"id": "e1", "source": "big", "sourceHandle": "tensor", "target": "relu", "targetHandle": "tensor"},
+        ],
+    }).encode()
+
+
+def check(editor: Editor) -> None:
+    page = editor.page
+    page.goto("/editor/")
+    page.get_by_label("Import…").set_input_files(
+        files=[{"name": "big.json", "mimeType": "application/json", "buffer": graph()}])
+    with page.expect_navigation():
+        page.get_by_role("button", name="Import", exact=True).click()
+    editor.run()
+    expect(editor.badge("Activation")).to_have_text("Completed", timeout=6 * RUN_TIMEOUT_MS)
+    if not editor.js:
+        expect(editor.run_status()).to_contain_text("Run succeeded", timeout=RUN_TIMEOUT_MS)
+    # the page as rendered after the run, its card pictures made off the request thread
+    expect(editor.card("Activation").get_by_role("img", name=HEAT)).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    editor.select("Activation")
+    forward = page.get_by_role("link", name="Forward", exact=True)
+    if forward.count():
+        editor.click(forward)
+    output = page.get_by_role("article", name="Output tensor", exact=True)
+    expect(output).to_contain_text("shape [1000, 1000] · float32 · min 0 · max ")
+    expect(output.get_by_role("cell").first).to_be_visible()
+
+
+def test_a_million_value_capture_with_javascript(page: Page):
+    check(Editor(page, js=True))
+
+
+def test_a_million_value_capture_without_javascript(nojs_page: Page):
+    check(Editor(nojs_page, js=False))
