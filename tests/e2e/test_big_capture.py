@@ -38,11 +38,7 @@ def graph() -> bytes:
 
 def check(editor: Editor) -> None:
     page = editor.page
-    page.goto("/editor/")
-    page.get_by_label("Import…").set_input_files(
-        files=[{"name": "big.json", "mimeType": "application/json", "buffer": graph()}])
-    with page.expect_navigation():
-        page.get_by_role("button", name="Import", exact=True).click()
+    editor.import_graph(graph(), "Activation", "big.json")
     editor.run()
     expect(editor.badge("Activation")).to_have_text("Completed", timeout=6 * RUN_TIMEOUT_MS)
     if not editor.js:

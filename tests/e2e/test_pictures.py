@@ -39,13 +39,7 @@ def graph() -> bytes:
 
 
 def import_and_run(editor: Editor) -> None:
-    page = editor.page
-    page.goto("/editor/")
-    page.get_by_label("Import…").set_input_files(
-        files=[{"name": "pictures.json", "mimeType": "application/json", "buffer": graph()}])
-    with page.expect_navigation():
-        page.get_by_role("button", name="Import", exact=True).click()
-    expect(editor.card("Visualize")).to_be_visible()
+    editor.import_graph(graph(), "Visualize", "pictures.json")
     editor.run()
     # the session's first run may wait for the run workers to start (each imports torch)
     expect(editor.badge("Visualize")).to_have_text("Completed", timeout=6 * RUN_TIMEOUT_MS)

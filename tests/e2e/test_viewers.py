@@ -26,12 +26,7 @@ FOOTER = re.compile(r"^40 points · (\d+)% · (\d+) hidden$")
 
 def open_and_run(page: Page, js: bool = True) -> Editor:
     editor = Editor(page, js=js)
-    page.goto("/editor/")
-    page.get_by_label("Import…").set_input_files(
-        files=[{"name": "viewers.json", "mimeType": "application/json", "buffer": EXAMPLE.read_bytes()}])
-    with page.expect_navigation():
-        page.get_by_role("button", name="Import", exact=True).click()
-    expect(editor.card("EmbeddingScatter")).to_be_visible()
+    editor.import_graph(EXAMPLE.read_bytes(), "EmbeddingScatter", "viewers.json")
     editor.run()
     # the first run of a fresh server waits for its worker process (it imports torch)
     expect(editor.badge("EmbeddingScatter")).to_have_text("Completed", timeout=6 * RUN_TIMEOUT_MS)

@@ -131,6 +131,16 @@ class Editor:
         self.click(self.sidebar.get_by_role("button", name=f"Add {type_}", exact=True))
         expect(self.card(type_)).to_be_visible()
 
+    def import_graph(self, data: bytes, shows: str, filename: str = "graph.json") -> None:
+        """The welcome screen's Import… form (a plain multipart form) with a graph file, until
+        the card ``shows`` is on the canvas."""
+        self.page.goto("/editor/")
+        self.page.get_by_label("Import…").set_input_files(
+            files=[{"name": filename, "mimeType": "application/json", "buffer": data}])
+        with self.page.expect_navigation():
+            self.page.get_by_role("button", name="Import", exact=True).click()
+        expect(self.card(shows)).to_be_visible()
+
     def select(self, label: str) -> Locator:
         """Click the node's title: its panel opens (after a run the right-hand column opens on
         the Inspector, and its Node tab shows the panel)."""
@@ -423,13 +433,7 @@ def _gated_walkthrough(token: str) -> bytes:
 
 def _import_gated(editor: Editor, token: str) -> None:
     """The welcome screen's Import… form (a plain multipart form), with the gated graph."""
-    page = editor.page
-    page.goto("/editor/")
-    page.get_by_label("Import…").set_input_files(
-        files=[{"name": "gated.json", "mimeType": "application/json", "buffer": _gated_walkthrough(token)}])
-    with page.expect_navigation():
-        page.get_by_role("button", name="Import", exact=True).click()
-    expect(editor.card("Gate")).to_be_visible()
+    editor.import_graph(_gated_walkthrough(token), "Gate", "gated.json")
 
 
 def _run_id(page: Page) -> str:
