@@ -83,7 +83,8 @@ class SyncStackASGIHandler(ASGIHandler):
             # takes long (a 64 MB file ~0.7 s), and on the one request thread every other
             # request would wait for it (bench/transfer_stall.py).
             if _spooled_to_disk(body_file):
-                response = await sync_to_async(self._respond, thread_sensitive=False)(scope, body_file, False)
+                response = await sync_to_async(self._respond, thread_sensitive=False)(
+                    scope, body_file, on_request_thread=False)
             else:
                 sender = _sender(scope)
                 async with self.turns.turn(sender):
@@ -91,7 +92,8 @@ class SyncStackASGIHandler(ASGIHandler):
                 if response is None:   # its view needs long tensor work (codefyui/heavy.py): again, elsewhere
                     body_file.seek(0)
                     async with self.heavy_turns.turn(sender):
-                        response = await sync_to_async(self._respond, thread_sensitive=False)(scope, body_file, False)
+                        response = await sync_to_async(self._respond, thread_sensitive=False)(
+                            scope, body_file, on_request_thread=False)
             await self.send_response(response, send)
             if response.streaming:   # its content has gone out only now
                 await sync_to_async(response.close, thread_sensitive=True)()

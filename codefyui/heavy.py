@@ -31,6 +31,19 @@ def ahead(elements: int) -> None:
         raise MovedOff
 
 
+def ahead_of(*values) -> None:
+    """Work in proportion to these values (tensors, arrays, tables; None counts nothing)."""
+    ahead(sum(values_in(v) for v in values))
+
+
+def values_in(value) -> int:
+    """How many numbers a tensor, a NumPy array or a table holds; 0 for anything else."""
+    if callable(getattr(value, "numel", None)):
+        return value.numel()
+    size = getattr(value, "size", 0)
+    return size if isinstance(size, int) else 0
+
+
 @contextmanager
 def movable(allowed: bool = True) -> Iterator[None]:
     """Within it, on this thread, ``ahead`` moves heavy work off (the handler's request thread)."""

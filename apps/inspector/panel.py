@@ -133,7 +133,7 @@ def _view(ins: Inspection, row: Row, compare: Row | None = None, magnitude: bool
     key = (ins.run_id, serial, tuple(index or ()), offset, against, magnitude)
     if serial is not None and (hit := _VIEWS.get(key)) is not None:
         return hit
-    heavy_ahead(row.state.value, compare.state.value if compare else None)
+    heavy.ahead_of(row.state.value, compare.state.value if compare else None)
     made = view(row.state.value, index, offset, compare.state.value if compare else None, magnitude)
     if serial is not None:
         _VIEWS.put(key, made)
@@ -161,12 +161,6 @@ class _ViewCache:
 
 
 _VIEWS = _ViewCache()
-
-
-def heavy_ahead(*values) -> None:
-    """Before a view of these values is made: a big tensor's is made off the one request
-    thread (codefyui/heavy.py)."""
-    heavy.ahead(sum(v.numel() for v in values if isinstance(v, torch.Tensor)))
 
 
 def segment_view(ins: Inspection, group: dict[str, Any]) -> dict[str, Any]:
@@ -207,7 +201,7 @@ def card_picture(ins: Inspection, node: dict[str, Any]) -> Picture | None:
         return None
     key = ("picture", ins.run_id, serial)
     if (hit := _VIEWS.get(key)) is None:
-        heavy_ahead(value)
+        heavy.ahead_of(value)
         hit = picture(value) or False   # False: looked at, nothing to draw
         if hit:
             hit.key = f"{ins.run_id}-{serial}"
@@ -229,7 +223,7 @@ def _viewer_picture(ins: Inspection, node: dict[str, Any], spec: viewers.ViewerS
     key = ("viewer", ins.run_id, serial, *(ins.serials.get((node["id"], p)) for p in found),
            str(params.get("colormap", "")))
     if (hit := _VIEWS.get(key)) is None:
-        heavy_ahead(value)
+        heavy.ahead_of(value)
         hit = viewers.card_picture(spec, value, labels.get(spec.rows), labels.get(spec.cols), params)
         hit.key = f"{ins.run_id}-{'-'.join(str(k) for k in key[2:])}"
         _VIEWS.put(key, hit)
@@ -310,7 +304,7 @@ class Steps(InspectorTab):
         tensors = []
         for name, value in chosen.get("tensors", {}).items():
             key = f"step{number}.{name}"
-            heavy_ahead(value)
+            heavy.ahead_of(value)
             tensors.append({"name": name, "key": key,
                             "view": view(value, ins.slices.get(key), ins.offsets.get(key, (0, 0)))})
         return {"state": state, "steps": [{"number": i, "name": s["name"]} for i, s in enumerate(trace, 1)],
@@ -353,7 +347,7 @@ class Training(InspectorTab):
             for name, tensor in snapshot.value["weights"].items():
                 key = ("epoch", ins.run_id, serial, name)
                 if (made := _VIEWS.get(key)) is None:
-                    heavy_ahead(tensor)
+                    heavy.ahead_of(tensor)
                     _VIEWS.put(key, made := view(tensor))
                 weights.append({"name": name, "view": made})
         return {"state": state, "node": ins.node_id, "summary": training.summary(progress),

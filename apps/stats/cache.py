@@ -24,7 +24,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
 import orjson
-import torch
 
 from codefyui import conf, heavy
 
@@ -120,11 +119,4 @@ def set_cache(cache: SummaryCache | None) -> None:
 def port_summary(run_id: str, node_id: str, port: str, serial: int, value) -> dict:
     """The summary of one capture, computed once (per write serial) and cached."""
     return get_cache().get((run_id, node_id, port, serial), lambda: summarise(
-        value, threshold=conf.STATS_SAMPLE_THRESHOLD, sample_size=conf.STATS_SAMPLE_SIZE), _values_in(value))
-
-
-def _values_in(value) -> int:
-    if isinstance(value, torch.Tensor):
-        return value.numel()
-    size = getattr(value, "size", 0)   # a NumPy array's or a table's
-    return size if isinstance(size, int) else 0
+        value, threshold=conf.STATS_SAMPLE_THRESHOLD, sample_size=conf.STATS_SAMPLE_SIZE), heavy.values_in(value))
