@@ -23,6 +23,7 @@ import torch
 
 from codefyui import conf
 
+from .engine.events import shares_weights
 from .engine.storage import RecordingStopped, StorageKey, count_storages
 
 
@@ -249,10 +250,8 @@ def freeze(value: Any) -> Any:
     changes in place (trainable parameters, a layer's state) is copied.
     """
     if isinstance(value, torch.Tensor):
-        # A trainable leaf (a weight) or a view of one changes when a later run trains it.
-        shares_weights = value.requires_grad and (value.is_leaf or value._base is not None)
-        value = value.detach()
-        return value.clone() if shares_weights else value
+        frozen = value.detach()
+        return frozen.clone() if shares_weights(value) else frozen
     if isinstance(value, torch.nn.Module):
         try:
             return copy.deepcopy(value)

@@ -507,7 +507,6 @@ class Wire:
 
     def send(self, message: Any) -> None:
         """Raises what pickling raises before anything is written, OSError when the other end is gone."""
-        self._send_handed_back()
         buffer, fds = io.BytesIO(), []
         copies = self._copies or _Copies()   # without keep_copies, this message's own (a storage reached twice: one copy)
         pickler = _Pickler(buffer, fds, copies)   # holds the message's storages (and so their fds) until sent
@@ -518,33 +517,50 @@ class Wire:
                 for offset in pickler.named:   # nothing went: the slices it named are not named
                     copies.not_sent(offset)
                 raise
-            self._write(buffer.getbuffer(), fds)
+            self._write(buffer.getbuffer(), fds, before=self._handed_back_frame())
         finally:
             if copies is not self._copies:
                 copies.forget()
 
-    def _send_handed_back(self) -> None:
+    def _handed_back_frame(self) -> bytes:
+        """The "release" message for the slices let go of since the last one, as it goes on the wire (b"": none)."""
         slices = []
         while self._handed_back:
             slices.append(self._handed_back.popleft())
-        if slices:
+        if not slices:
+            return b""
+        payload = pickle.dumps(("release", slices), pickle.HIGHEST_PROTOCOL)
+        return _HEAD.pack(len(payload), 0) + payload
+
+    def _send_handed_back(self) -> None:
+        frame = self._handed_back_frame()
+        if frame:
             try:
-                self._write(pickle.dumps(("release", slices), pickle.HIGHEST_PROTOCOL), [])
+                with self._lock:
+                    self.sock.sendall(frame)
             except OSError:
                 pass   # the worker is gone, and its arena's slices with it
 
-    def _write(self, payload, fds: list[int]) -> None:
+    def _write(self, payload, fds: list[int], before: bytes = b"") -> None:
+        """One message. ``before``: whole messages without descriptors (hand-backs) that go
+        first, in the same system call when this one has no descriptors: each call wakes the
+        other end, which on a busy machine takes the sender's core for a while."""
         head = _HEAD.pack(len(payload), len(fds))
         with self._lock:
+            if before and fds:   # descriptors travel with the first byte of a call: theirs must be the head's
+                self.sock.sendall(before)
+                before = b""
             chunks = [fds[i:i + _FDS_PER_MESSAGE] for i in range(0, len(fds), _FDS_PER_MESSAGE)] or [[]]
             if len(chunks) == 1:   # most messages: head, descriptors and pickle in one system call
+                parts = [before, head, payload] if before else [head, payload]
                 ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
-                sent = self.sock.sendmsg([head, payload], ancillary)
-                if sent < len(head):
-                    self.sock.sendall(head[sent:])
-                    sent = len(head)
-                if sent - len(head) < len(payload):
-                    self.sock.sendall(memoryview(payload)[sent - len(head):])
+                sent = self.sock.sendmsg(parts, ancillary)
+                for part in parts:   # what did not fit in the socket's buffer
+                    if sent >= len(part):
+                        sent -= len(part)
+                        continue
+                    self.sock.sendall(memoryview(part)[sent:])
+                    sent = 0
                 return
             for i, chunk in enumerate(chunks):
                 data = head if i == 0 else b"\0"

@@ -244,7 +244,7 @@ def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading
     try:
         execute(job.plan, opts, lambda event: post("events", [event]),
                 captures=_CaptureSink(post, unrecorded or threading.Event()) if opts.record else None,
-                cancel=cancel, cache=_JobCache(job.hits, post), scripts=scripts)
+                cancel=cancel, cache=_JobCache(job.hits, post), scripts=scripts, summaries_later=batched)
     finally:
         if outbox:
             outbox.close()
@@ -472,6 +472,7 @@ class _Worker:
         self.ready = False
         self.retiring = False
         self.assignment: Assignment | None = None
+        self.idle_rss = 0    # its memory when it last became free: the next run's growth is counted from it
         self.ending: tuple[str, str] | None = None   # (terminal kind, reason) when the server ends it
         self.reader: threading.Thread | None = None  # the thread that takes in what it sends
 
@@ -564,7 +565,7 @@ class WorkerPool:
             worker.assignment = assignment
             assignment.handed_over = time.monotonic()
             assignment.tell_unrecorded = lambda: _tell(worker, "unrecorded", assignment.run_id)
-            assignment.base_rss = worker.rss()
+            assignment.base_rss = worker.idle_rss   # read when it became free: not on a run's way in
             assignment.deadline = time.monotonic() + assignment.job.options.timeout_s + 1.0
         try:
             worker.send("run", assignment.job)
@@ -627,10 +628,12 @@ class WorkerPool:
                 continue
             kind = message[0]
             if kind == "ready":
+                worker.idle_rss = worker.rss()
                 worker.ready = True
                 self.failed_starts = 0
                 self._on_free()
             elif kind == "done":
+                worker.idle_rss = worker.rss()
                 with self._lock:
                     assignment, worker.assignment = worker.assignment, None
                     worker.retiring = message[2]

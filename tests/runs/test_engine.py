@@ -84,6 +84,38 @@ def test_summaries_encode_non_finite_numbers_as_json_safe_text():
     assert summary["max"] in ("Infinity", "NaN") and summary["mean"] == "NaN"
 
 
+def test_summaries_later_are_worked_out_once_and_cross_as_the_dicts_they_stand_for():
+    """A run worker's events carry Summaries, resolved by its outbox thread when it pickles
+    them: the same dicts as at once; a weight's summary is taken at once (training changes
+    it in place), a fresh output's when first read."""
+    import pickle
+
+    weight = torch.nn.Linear(2, 2).weight
+    outputs = {"tensor": torch.tensor([1.0, -3.0]), "weight": weight, "scale": 2.5, "__steps__": []}
+    later = ev.Summaries(outputs)
+    with torch.no_grad():
+        weight.fill_(7.0)
+    now = {port: ev.summarise(v) for port, v in outputs.items() if not port.startswith("__")}
+    crossed = pickle.loads(pickle.dumps(later))
+    assert type(crossed) is dict and list(crossed) == ["tensor", "weight", "scale"]
+    assert crossed["tensor"] == now["tensor"] == {"type": "tensor", "shape": [2], "dtype": "torch.float32",
+                                                  "min": -3.0, "max": 1.0, "mean": -1.0}
+    assert crossed["weight"]["max"] != 7.0 and now["weight"]["max"] == 7.0   # as it was when the node ended
+    assert later.resolve() is later.resolve()
+
+
+def test_a_run_with_summaries_later_reports_what_a_run_without_does(walkthrough):
+    """The engine's only difference with summaries_later: when the summaries are worked out."""
+    def summaries(later):
+        events = []
+        execute(plan_run(document.normalise(walkthrough)), RunOptions(run_id="r"), events.append,
+                summaries_later=later)
+        return {e.node_id: dict(e.summary.resolve() if later else e.summary)
+                for e in events if e.kind == ev.NODE_COMPLETED}
+
+    assert summaries(True) == summaries(False)
+
+
 def test_mean64_adds_in_float64_piece_by_piece_as_one_sum_would():
     """Several pieces, a non-contiguous view and a NaN all give what one float64 sum gives."""
     t = torch.randn(3 * ev.PIECE + 5, generator=torch.Generator().manual_seed(0)) * 1e4 + 1e7

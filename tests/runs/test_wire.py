@@ -189,6 +189,26 @@ def test_a_slice_sent_back_to_its_worker_crosses_where_it_lies(worker_and_server
     assert server.recv()[1][0].untyped_storage().data_ptr() == hit.untyped_storage().data_ptr()
 
 
+def test_hand_backs_go_with_the_next_message_but_never_take_its_descriptors(worker_and_server):
+    """A "release" goes out with the server's next message (one system call, one wake-up of
+    the worker), or just before it when that message carries descriptors: they travel with a
+    call's first byte, and must be read with their own message's head."""
+    worker, server = worker_and_server
+    full = worker.arena.free_bytes()
+    sliced, big = torch.rand(128, 256), torch.rand(512, 1024)   # a slice; more than the arena holds
+    worker.send(("captures", [sliced, big]))
+    got_sliced, got_big = server.recv()[1]
+    del got_sliced
+    gc.collect()                                      # a hand-back waits for the server's next message
+    server.send(("run", got_big))                     # fresh shared memory: a descriptor goes with it
+    release = worker.recv()
+    assert release[0] == "release"
+    worker.handed_back(release[1])
+    message = worker.recv()
+    assert message[0] == "run" and torch.equal(message[1], big)
+    assert worker.arena.free_bytes() == full
+
+
 def test_a_full_arena_sends_fresh_shared_memory_and_small_storages_go_inline(worker_and_server):
     worker, server = worker_and_server
     big, small = torch.rand(512, 1024), torch.arange(10.0)   # 2 MB: more than the arena holds

@@ -296,8 +296,11 @@ THREADS = _Threads()
 
 def execute(plan: Plan, options: RunOptions, emit: Emit, captures: Any = None,
             cancel: threading.Event | None = None,
-            cache: ExecutionCache | CacheScope | None = None, scripts: RunScript | None = None) -> RunOutcome:
-    """``scripts`` runs script nodes' code: a run worker passes ``sandbox.run_script``."""
+            cache: ExecutionCache | CacheScope | None = None, scripts: RunScript | None = None,
+            summaries_later: bool = False) -> RunOutcome:
+    """``scripts`` runs script nodes' code: a run worker passes ``sandbox.run_script``.
+    ``summaries_later``: events and results carry ``events.Summaries``, worked out when first
+    read, not plain dicts (a run worker passes True: its outbox thread pickles the events)."""
     cancel = cancel or threading.Event()
     emit = _naming(plan, emit)
     device, warning = resolve_device(options.device)
@@ -312,7 +315,8 @@ def execute(plan: Plan, options: RunOptions, emit: Emit, captures: Any = None,
         if cancel.is_set():
             return _finish(plan, outcome, emit, ev.RUN_STOPPED, "Execution cancelled")
         with _run_flags(options):
-            return _Runner(plan, options, device, emit, record, cancel, cache, outcome, scripts).run()
+            return _Runner(plan, options, device, emit, record, cancel, cache, outcome, scripts,
+                           summaries_later).run()
     finally:
         if record is not None:
             record.close_run(options.run_id)
@@ -354,8 +358,10 @@ def _run_flags(options: RunOptions) -> Iterator[None]:
 
 
 class _Runner:
-    def __init__(self, plan, options, device, emit, captures, cancel, cache, outcome, scripts=None):
+    def __init__(self, plan, options, device, emit, captures, cancel, cache, outcome, scripts=None,
+                 summaries_later=False):
         self.plan, self.options, self.device, self.emit, self.scripts = plan, options, device, emit, scripts
+        self.summaries = ev.Summaries if summaries_later else _summaries
         self.captures, self.cancel, self.outcome = captures, cancel, outcome
         self.cache = None if options.verbose or options.gradients else cache
         self.gradients = GradientCapture() if options.gradients else None
@@ -470,7 +476,8 @@ class _Runner:
             self.quiet.notify()
 
     # A node in an engine thread: ("ok", outputs, ctx, seconds, summaries) or ("error", message, ctx, seconds, None).
-    # Its summaries are worked out here, while its outputs are still in this core's cache.
+    # Its summaries are worked out here, while its outputs are still in this core's cache, unless the
+    # run's events are pickled on another thread (summaries_later: that thread works them out).
     def _run_node(self, node: PlannedNode) -> tuple:
         ctx = _Context(node, self.options, self.device, self.emit, self.gradients, self.cancel, self.deadline,
                        self._capture_one if self.captures is not None else None, self.scripts)
@@ -494,7 +501,7 @@ class _Runner:
             if self.captures is not None:
                 self._capture(node.id, outputs, ctx.steps)
             seconds = time.perf_counter() - started
-            return "ok", outputs, ctx, seconds, _summaries(outputs)
+            return "ok", outputs, ctx, seconds, self.summaries(outputs)
         except (NodeError, ParamError) as exc:
             return "error", str(exc), ctx, time.perf_counter() - started, None
         except Exception as exc:  # a torch error or a bug in a node: say it plainly, log the rest
@@ -541,7 +548,7 @@ class _Runner:
             _log(self.emit, self.outcome, self.options.run_id, node.id, line)
         if self.captures is not None:
             self._capture(node.id, outputs, [])
-        summary = _summaries(outputs)
+        summary = self.summaries(outputs)
         self.outcome.nodes[node.id] = NodeResult("cached", summary=summary)
         self._done(node, outputs)
         self.emit(ev.Event(ev.NODE_CACHED, self.options.run_id, node.id, summary=summary, level="success"))
