@@ -112,3 +112,61 @@ def test_a_limit_refusal_does_not_stay_in_force_after_the_node():
     """The guard covers only the node it wraps: the engine's own work afterwards is not refused."""
     run(graph({"tensor": "2"}, "test:Grow", {}))
     assert torch.ones(300, 300).numel() == 90_000
+
+
+@register
+class _Told(Node):
+    """Test node that tells its largest tensor beforehand (two of its input, stacked) and
+    records whether it ran under the per-op guard."""
+    type = "test:Told"
+    category = "Utility"
+    inputs = (Port("tensor"),)
+    outputs = (Port("tensor"),)
+    guarded: list[bool] = []
+
+    @classmethod
+    def largest_shape(cls, params, inputs):
+        return (2, *inputs["tensor"].shape)
+
+    def run(self, ctx, params, tensor):
+        from torch.utils import _python_dispatch
+        _Told.guarded.append(_python_dispatch._get_current_dispatch_mode() is not None)
+        return {"tensor": torch.stack([tensor, tensor])}
+
+
+def test_a_node_that_tells_its_largest_tensor_is_checked_once_and_runs_unguarded():
+    """Node.largest_shape: that shape is checked before the node runs (the same message), and
+    its operations are not each guarded; a node that does not tell is guarded per op."""
+    _Told.guarded.clear()
+    assert run(graph({"tensor": "50,50"}, "test:Told", {})).status == "succeeded"
+    assert _Told.guarded == [False]
+    outcome = run(graph({"tensor": "100,100"}, "test:Told", {}))
+    assert ("Big would need a tensor of shape [2, 100, 100] (20,000 elements), more than the 10,000 this "
+            "server allows (CODEFYUI_MAX_TENSOR_ELEMENTS)") in outcome.nodes["node"].error
+    assert _Told.guarded == [False]        # refused before it ran
+
+
+@pytest.mark.parametrize("node_type, params, inputs", [
+    ("Linear", {"in_features": 30, "out_features": 7}, "64,30"),
+    ("Linear", {"in_features": 30, "out_features": 90}, "2,64,30"),
+    *[("Activation", {"function": f}, "3,40") for f in ("relu", "softmax", "prelu", "gelu")],
+])
+def test_what_a_node_tells_bounds_every_tensor_it_makes(node_type, params, inputs):
+    """The nodes that tell their largest tensor make nothing larger: every op of a run of
+    theirs under the per-op guard set to exactly that many elements passes."""
+    from apps.graphs.nodes.base import registry
+
+    doc = graph({"tensor": inputs}, node_type, params)
+    plan = plan_run(doc)
+    cls = registry()[node_type]
+    x = torch.zeros(*map(int, inputs.split(",")))
+    told = cls.largest_shape(plan.nodes["node"].params, {"tensor": x})
+    assert told is not None
+    limit = int(torch.tensor(told).prod())
+    original = cls.largest_shape
+    try:   # run it as a node that does not tell: every op guarded at exactly the told size
+        cls.largest_shape = classmethod(lambda c, p, i: None)
+        outcome = run(doc, max_elements=limit)
+    finally:
+        cls.largest_shape = original
+    assert outcome.nodes["node"].status == "completed", outcome.nodes["node"].error

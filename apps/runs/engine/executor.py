@@ -490,7 +490,8 @@ class _Runner:
                 np.random.seed(ctx.seed % 2**32)
                 random.seed(ctx.seed)
             # Engine threads are kept between runs: each node starts with grad mode as a fresh thread has it.
-            with torch.enable_grad(), element_limit(node.label, self.options.max_elements):
+            largest = node.cls.largest_shape(node.params, inputs)
+            with torch.enable_grad(), element_limit(node.label, self.options.max_elements, largest):
                 outputs = node.cls().run(ctx, dict(node.params), **inputs)
             ctx.flush_progress()
             self.stopped_inside = self.stopped_inside or ctx.stopped

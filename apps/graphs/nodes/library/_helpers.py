@@ -152,6 +152,11 @@ def broadcast_shape(a: torch.Tensor, b: torch.Tensor, verb: str) -> torch.Size:
                         ) from None
 
 
+def shape_of(value: Any) -> tuple[int, ...] | None:
+    """A tensor's shape (None for anything else), for ``Node.largest_shape``."""
+    return tuple(value.shape) if isinstance(value, torch.Tensor) else None
+
+
 # -- layers ----------------------------------------------------------------------------------
 
 def build_layer(ctx: RunContext, elements: int, what: str, build: Callable[[], Any],

@@ -9,7 +9,7 @@ from torch import nn
 
 from ..base import NodeError, Param, Port, register
 from ._helpers import (TENSOR_IN, TENSOR_OUT, LibraryNode, as_float, build_layer, check_channels,
-                       need_rank, param_value, shape_str, step, to_layer_dtype)
+                       need_rank, param_value, shape_of, shape_str, step, to_layer_dtype)
 
 CATEGORY = "CNN"
 IMAGE_LAYOUT = "[batch, channels, height, width] (or [channels, height, width])"
@@ -222,6 +222,10 @@ class Activation(LibraryNode):
     outputs = TENSOR_OUT
     params = (Param("function", "select", "relu", "Which function to apply",
                     options=tuple(ACTIVATIONS)),)
+
+    @classmethod
+    def largest_shape(cls, params, inputs):
+        return shape_of(inputs.get("tensor"))   # each number changed on its own
 
     def run(self, ctx, params, tensor):
         return {"tensor": ACTIVATIONS[params["function"]](as_float(tensor))}

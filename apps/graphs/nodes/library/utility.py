@@ -1,13 +1,15 @@
 """Utility nodes: reshaping, joining, printing, and the two basic layers Linear and Embedding."""
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
 from ..base import NodeError, Param, Port, parse_int_list, register
 from ..reprs import short_repr
 from ._helpers import (PAIR_IN, TENSOR_IN, TENSOR_OUT, LibraryNode, build_layer, check_dim,
-                       numel, shape_str, step, to_layer_dtype)
+                       numel, shape_of, shape_str, step, to_layer_dtype)
 
 CATEGORY = "Utility"
 
@@ -147,6 +149,15 @@ class Linear(LibraryNode):
     )
     stateful = True
     records_steps = True
+
+    @classmethod
+    def largest_shape(cls, params, inputs):
+        # The result, or a copy of the input in the layer's dtype; the weights are counted
+        # before they are built (build_layer).
+        shape = shape_of(inputs.get("tensor"))
+        if not shape:
+            return None
+        return max(shape, (*shape[:-1], params["out_features"]), key=math.prod)
 
     def run(self, ctx, params, tensor):
         n_in, n_out = params["in_features"], params["out_features"]
