@@ -124,7 +124,10 @@ class Summaries:
 
 
 def _later(value: Any) -> bool:
-    return isinstance(value, torch.Tensor) and not shares_weights(value)
+    """A fresh plain tensor, whose summary cannot fail: anything else is summarised at once,
+    where a failure fails its node (a failure while pickling would lose the event)."""
+    return (isinstance(value, torch.Tensor) and value.layout == torch.strided and not value.is_quantized
+            and not shares_weights(value))
 
 
 def summarise(value: Any) -> dict[str, Any]:
