@@ -569,8 +569,9 @@ class _Flusher:
             for recorder in pending:
                 try:
                     recorder.flush()
-                except Exception:
+                except Exception:   # e.g. a locked database: tried again next round, not left stale
                     log.exception("could not write run %s", recorder.run_id)
+                    self.watch(recorder)
 
 
 _flusher = _Flusher()

@@ -359,6 +359,34 @@ def test_a_short_run_writes_its_run_row_once_at_its_end(student, monkeypatch):
     assert run.status == "succeeded" and run.nodes["x"]["status"] == "completed"
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_row_the_flusher_could_not_write_is_written_on_its_next_round(student, monkeypatch):
+    """A quiet stretch's write that fails (a locked database) is tried again, not left stale
+    until the run's next event (a node that holds for minutes would show "queued" that long)."""
+    from django.db import OperationalError
+
+    from apps.runs import service
+    from apps.runs.engine import events as ev
+    from apps.runs.models import Run
+    monkeypatch.setattr(service._Recorder, "EVERY_S", 0.05)
+    write, failures = service._Recorder._write, []
+
+    def flaky(self):
+        if not failures:
+            failures.append(1)
+            raise OperationalError("database is locked")
+        write(self)
+
+    monkeypatch.setattr(service._Recorder, "_write", flaky)
+    row = Run.objects.create(owner=student)
+    recorder = service._Recorder(str(row.pk))
+    recorder(ev.Event(ev.RUN_STARTED, str(row.pk)))   # within 0.05 s of the insert: left to the flusher
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and Run.objects.get(pk=row.pk).status != Run.Status.RUNNING:
+        time.sleep(0.02)
+    assert failures and Run.objects.get(pk=row.pk).status == Run.Status.RUNNING
+
+
 @pytest.mark.django_db
 def test_a_runs_start_and_end_are_when_they_happened_not_when_their_batch_was_read(student):
     """A worker sends a short run's events together: its duration still says how long it ran."""
