@@ -382,7 +382,8 @@ def test_a_row_the_flusher_could_not_write_is_written_on_its_next_round(student,
     monkeypatch.setattr(service._Recorder, "_write", flaky)
     row = Run.objects.create(owner=student)
     recorder = service._Recorder(str(row.pk))
-    recorder(ev.Event(ev.RUN_STARTED, str(row.pk)))   # within 0.05 s of the insert: left to the flusher
+    recorder._record(ev.Event(ev.RUN_STARTED, str(row.pk)))   # kept, and left for the flusher to write
+    service._flusher.watch(recorder)
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and Run.objects.get(pk=row.pk).status != Run.Status.RUNNING:
         time.sleep(0.02)
