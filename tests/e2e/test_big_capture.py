@@ -3,14 +3,13 @@ Forward grid are made on a thread of their own (codefyui/heavy.py), and the stud
 as for any capture, with and without JavaScript."""
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import RUN_TIMEOUT_MS
-from tests.e2e.test_walkthrough import Editor
+from tests.e2e.test_walkthrough import Editor, chain_graph
 
 pytestmark = pytest.mark.e2e
 
@@ -18,22 +17,9 @@ HEAT = re.compile(r"^Heat map of the output \[1000, 1000\]: from 0 to ")
 
 
 def graph() -> bytes:
-    return json.dumps({
-        "name": "A million values", "description": "A 1000 × 1000 random tensor and its ReLU.",
-        "settings": {"seed": 1, "record_outputs": True},
-        "nodes": [
-            {"id": "start", "type": "Start", "position": {"x": 24, "y": 40}, "data": {"params": {}}},
-            {"id": "big", "type": "TensorCreate", "position": {"x": 264, "y": 40},
-             "data": {"params": {"shape": "1000,1000", "fill": "randn"}}},
-            {"id": "relu", "type": "Activation", "position": {"x": 504, "y": 40},
-             "data": {"params": {"function": "relu"}}},
-        ],
-        "edges": [
-            {"id": "t1", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": "big",
-             "targetHandle": ""},
-            {"id": "e1", "source": "big", "sourceHandle": "tensor", "target": "relu", "targetHandle": "tensor"},
-        ],
-    }).encode()
+    return chain_graph("A million values", "A 1000 × 1000 random tensor and its ReLU.", [
+        ("big", "TensorCreate", {"shape": "1000,1000", "fill": "randn"}),
+        ("relu", "Activation", {"function": "relu"})])
 
 
 def check(editor: Editor) -> None:

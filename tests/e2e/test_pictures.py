@@ -3,14 +3,13 @@ picture is seen on the card and in the Inspector's Forward tab (by role img and 
 with a Download PNG link that gives the PNG; the same without JavaScript."""
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import RUN_TIMEOUT_MS
-from tests.e2e.test_walkthrough import Editor
+from tests.e2e.test_walkthrough import Editor, chain_graph
 
 pytestmark = pytest.mark.e2e
 
@@ -19,23 +18,10 @@ ALT = re.compile(rf"^{TITLE}: 8 values from -2 to 5")
 
 
 def graph() -> bytes:
-    return json.dumps({
-        "name": "Picture test", "description": "A line of eight numbers.",
-        "settings": {"seed": 1, "record_outputs": True},
-        "nodes": [
-            {"id": "start", "type": "Start", "position": {"x": 24, "y": 40}, "data": {"params": {}}},
-            {"id": "input", "type": "TensorInput", "position": {"x": 264, "y": 40},
-             "data": {"params": {"shape": "8", "dtype": "float32", "value_mode": "explicit",
-                                 "values": [1, -2, 3, 0, 5, 2, -1, 4]}}},
-            {"id": "vis", "type": "Visualize", "position": {"x": 504, "y": 40},
-             "data": {"params": {"title": TITLE, "plot_type": "line"}}},
-        ],
-        "edges": [
-            {"id": "t1", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": "input",
-             "targetHandle": ""},
-            {"id": "e1", "source": "input", "sourceHandle": "tensor", "target": "vis", "targetHandle": "data"},
-        ],
-    }).encode()
+    return chain_graph("Picture test", "A line of eight numbers.", [
+        ("input", "TensorInput", {"shape": "8", "dtype": "float32", "value_mode": "explicit",
+                                  "values": [1, -2, 3, 0, 5, 2, -1, 4]}),
+        ("vis", "Visualize", {"title": TITLE, "plot_type": "line"})], into="data")
 
 
 def import_and_run(editor: Editor) -> None:

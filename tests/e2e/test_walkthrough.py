@@ -30,6 +30,22 @@ DROP = {"Start": (140, 80), "TensorInput": (380, 80), "Reshape": (620, 80),
         "Softmax": (380, 260), "Print": (620, 420)}
 
 
+def chain_graph(name: str, description: str, nodes: list[tuple[str, str, dict]], into: str = "tensor") -> bytes:
+    """A graph file for the Import… form, recorded and seeded: Start triggers the first of
+    ``nodes`` (id, type, params), and each one's tensor goes into the next one's ``into`` port."""
+    placed = [("start", "Start", {})] + nodes
+    edges = [{"id": "t1", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": nodes[0][0],
+              "targetHandle": ""}]
+    edges += [{"id": f"e{i}", "source": source[0], "sourceHandle": "tensor", "target": target[0], "targetHandle": into}
+              for i, (source, target) in enumerate(zip(nodes, nodes[1:]), 1)]
+    return json.dumps({
+        "name": name, "description": description, "settings": {"seed": 1, "record_outputs": True},
+        "nodes": [{"id": id_, "type": type_, "position": {"x": 24 + 240 * i, "y": 40}, "data": {"params": params}}
+                  for i, (id_, type_, params) in enumerate(placed)],
+        "edges": edges,
+    }).encode()
+
+
 def card_at(drop: tuple[int, int]) -> tuple[int, int]:
     return drop[0] - 92, drop[1] - 15
 

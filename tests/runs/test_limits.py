@@ -1,6 +1,8 @@
 """The element limit holds for every node, before anything is allocated, in one place."""
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -151,22 +153,14 @@ def test_a_node_that_tells_its_largest_tensor_is_checked_once_and_runs_unguarded
     ("Linear", {"in_features": 30, "out_features": 90}, "2,64,30"),
     *[("Activation", {"function": f}, "3,40") for f in ("relu", "softmax", "prelu", "gelu")],
 ])
-def test_what_a_node_tells_bounds_every_tensor_it_makes(node_type, params, inputs):
+def test_what_a_node_tells_bounds_every_tensor_it_makes(node_type, params, inputs, monkeypatch):
     """The nodes that tell their largest tensor make nothing larger: every op of a run of
     theirs under the per-op guard set to exactly that many elements passes."""
-    from apps.graphs.nodes.base import registry
-
     doc = graph({"tensor": inputs}, node_type, params)
-    plan = plan_run(doc)
-    cls = registry()[node_type]
-    x = torch.zeros(*map(int, inputs.split(",")))
-    told = cls.largest_shape(plan.nodes["node"].params, {"tensor": x})
+    node = plan_run(doc).nodes["node"]
+    told = node.cls.largest_shape(node.params, {"tensor": torch.zeros(*map(int, inputs.split(",")))})
     assert told is not None
-    limit = int(torch.tensor(told).prod())
-    original = cls.largest_shape
-    try:   # run it as a node that does not tell: every op guarded at exactly the told size
-        cls.largest_shape = classmethod(lambda c, p, i: None)
-        outcome = run(doc, max_elements=limit)
-    finally:
-        cls.largest_shape = original
+    # run it as a node that does not tell: every op guarded at exactly the told size
+    monkeypatch.setattr(node.cls, "largest_shape", classmethod(lambda cls, params, inputs: None))
+    outcome = run(doc, max_elements=math.prod(told))
     assert outcome.nodes["node"].status == "completed", outcome.nodes["node"].error
