@@ -28,7 +28,7 @@ from apps.graphs.document import run_settings, seed_value
 from apps.graphs.models import PackSwitch
 from apps.graphs.nodes.base import SCRIPTS_OFF
 from apps.graphs.nodes.packs import pack_name
-from codefyui import conf
+from codefyui import conf, rows
 from codefyui.fairqueue import FairQueue
 
 from . import engine, workers
@@ -278,8 +278,8 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
         raise RunRefused([f"You already have {limit} runs waiting in the queue "
                           f"(CODEFYUI_MAX_QUEUED_RUNS_PER_USER is {limit}). Wait until one of them starts, "
                           "or stop one, then run again."])
-    run = Run.objects.create(owner=user, graph=graph, options=options,
-                             graph_name=(graph.name if graph else doc.get("name", ""))[:200])
+    run = rows.insert(Run(owner=user, graph=graph, options=options,
+                          graph_name=(graph.name if graph else doc.get("name", ""))[:200]))
     transaction.on_commit(lambda: _enqueue(run, planned, options, weights_scope or (
         f"graph-{graph.pk}" if graph else ""), scripts))
     return run
@@ -525,7 +525,7 @@ class _Recorder:
         return False
 
     def _write(self) -> None:
-        Run.objects.filter(pk=self.run_id).update(nodes=self.nodes, log=self.log, **self.fields)
+        rows.update(Run, self.run_id, nodes=self.nodes, log=self.log, **self.fields)
         self._dirty, self._written = False, time.monotonic()
 
     def flush(self) -> None:
