@@ -45,6 +45,17 @@ def test_a_bearer_token_authenticates(client, student, graph, capsys):
     assert client.get("/api/graphs", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
 
 
+def test_a_token_is_read_in_one_query_and_finds_its_own_user(student, stranger):
+    from apps.accounts import backends
+    tokens = {user.username: ApiToken.issue(user) for user in (student, stranger)}
+    backends._remembered.clear()
+    with CaptureQueriesContext(connection) as queries:
+        found = {name: backends.ApiTokenBackend().authenticate(None, api_token=token) for name, token in tokens.items()}
+    assert {name: user.username for name, user in found.items()} == {"ada": "ada", stranger.username: stranger.username}
+    assert len(queries) == 2 and found["ada"].pk == student.pk and found["ada"].is_active
+    assert backends.ApiTokenBackend().authenticate(None, api_token="not a token") is None
+
+
 def test_a_replaced_token_or_a_deactivated_user_is_refused_at_once(client, student):
     """A token's user is remembered between requests, but never past a change to either."""
     old = ApiToken.issue(student)
