@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from codefyui import conf
+from codefyui.memo import ByContent
 
 from .nodes.base import resolve
 from .nodes.packs import missing_pack
@@ -103,6 +104,15 @@ def normalise(raw: Any) -> dict[str, Any]:
     if problems:
         raise DocumentError(problems)
     return doc
+
+
+def normalised(raw: Any) -> dict[str, Any]:
+    """``normalise``, remembered for the documents seen last (codefyui/memo.py): a class that
+    sends its lesson's example thirty times has it checked once. The copy is shared: read it only."""
+    return _normalised(raw, depends=(conf.MAX_GRAPH_NODES, conf.MAX_GRAPH_MB))
+
+
+_normalised = ByContent(normalise)
 
 
 def _with_presets_as_blocks(raw: dict[str, Any]) -> dict[str, Any]:

@@ -74,7 +74,7 @@ def runs(request: HttpRequest) -> HttpResponse:
     graph, source = None, body["graph"]
     if isinstance(source, dict):
         try:
-            doc = document.normalise(source)
+            doc = document.normalised(source)
         except document.DocumentError as exc:
             raise ApiError(400, exc.problems) from None
     else:

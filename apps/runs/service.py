@@ -26,10 +26,11 @@ from django.utils import timezone
 
 from apps.graphs.document import run_settings, seed_value
 from apps.graphs.models import PackSwitch
-from apps.graphs.nodes.base import SCRIPTS_OFF
-from apps.graphs.nodes.packs import pack_name
+from apps.graphs.nodes.base import SCRIPTS_OFF, registry
+from apps.graphs.nodes.packs import installed, pack_name
 from codefyui import conf, rows
 from codefyui.fairqueue import FairQueue
+from codefyui.memo import ByContent
 
 from . import engine, workers
 from .engine import events as ev
@@ -85,11 +86,18 @@ def run_options(doc: dict[str, Any], overrides: dict[str, Any] | None = None) ->
     return options
 
 
+# A class runs one lesson's example at once: its plan is made once (and shared, read only).
+# A plan depends on the nodes and packs this process knows too (fixed once it has started;
+# tests add their own).
+_plans = ByContent(engine.plan_run)
+
+
 def plan(doc: dict[str, Any], enabled: Collection[str] | None = None) -> engine.Plan:
     """The run's plan, or RunRefused saying why. ``enabled``: the packs the administrator has
     on (``PackSwitch.enabled_packs()``; None: every installed one)."""
     try:
-        return engine.plan_run(doc, enabled)
+        return _plans(doc, None if enabled is None else frozenset(enabled),
+                      depends=(len(registry()), tuple(installed())))
     except engine.DraftGraph as exc:
         raise RunRefused([str(exc)]) from None
     except engine.InvalidGraph as exc:
