@@ -47,6 +47,10 @@ def blobs(value: Any) -> Iterator[bytes]:
 
 def count_storages(value: Any, storages: dict[StorageKey, int]) -> None:
     """Add the value's storages (key -> bytes) to ``storages``; one already there adds nothing."""
+    if isinstance(value, torch.Tensor):   # most captures: no container to walk, no picture to look for
+        storage = value.untyped_storage()
+        storages.setdefault((str(value.device), storage.data_ptr()), storage.nbytes())
+        return
     for t in tensors(value):
         storage = t.untyped_storage()
         storages.setdefault((str(t.device), storage.data_ptr()), storage.nbytes())
