@@ -45,7 +45,3 @@ class ByContent:
                 while len(self._results) > self.entries:
                     self._results.popitem(last=False)
         return result
-
-    def clear(self) -> None:
-        with self._lock:
-            self._results.clear()

@@ -54,7 +54,6 @@ class ApiTokenBackend(ModelBackend):
         return copy.copy(user)  # each request its own instance: views may set attributes on it
 
 
-
 @functools.cache
 def _user_by_digest() -> str:
     """The SQL that finds a token's user. Built by the ORM (``ApiToken.objects.select_related
