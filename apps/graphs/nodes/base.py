@@ -267,15 +267,18 @@ def register(cls: type[Node]) -> type[Node]:
     return cls
 
 
-_PACKS_LOADED = False
+_LOADED = False
 
 
 def registry() -> dict[str, type[Node]]:
-    """Every node: the built-in library, then the nodes of every installed pack."""
-    global _PACKS_LOADED
+    """Every node: the built-in library, then the nodes of every installed pack (loaded on
+    the first call; a run's planning asks a dozen times, so later calls do no import)."""
+    global _LOADED
+    if _LOADED:
+        return _REGISTRY
     from . import library  # noqa: F401  (importing the library registers every node)
-    if not _PACKS_LOADED:
-        _PACKS_LOADED = True
+    if not _LOADED:   # not done meanwhile, by a library module that asked while being imported
+        _LOADED = True
         from .packs import installed
         for pack in installed().values():
             for cls in pack.nodes:
