@@ -273,6 +273,16 @@ def _keep_freed_memory() -> None:
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3   # glibc's mallopt parameters
 
 
+def resident_bytes(pid: int | str = "self") -> int:
+    """A process's resident memory (0 once it is gone). A worker tells its own when it becomes
+    free ("ready", "done"), so the server's busiest moments read no file for it."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def worker_main(sock: socket.socket, threads: int) -> None:
     """A worker process: take jobs one at a time until the server goes away.
 
@@ -321,7 +331,7 @@ def worker_main(sock: socket.socket, threads: int) -> None:
             wire.forget()   # what the run sent is the server's now
             with lock:
                 current.update(run_id=None, cancel=None, unrecorded=None)
-            send("done", job.run_id, retire)
+            send("done", job.run_id, retire, resident_bytes())
             if retire:  # the server answers "exit" once it has read everything before "done"
                 time.sleep(30)
                 os._exit(0)
@@ -332,7 +342,7 @@ def worker_main(sock: socket.socket, threads: int) -> None:
     # 150 ms on a 2-core VM, in the middle of whichever run's allocation set it off.
     gc.collect()
     gc.freeze()
-    send("ready", os.getpid(), wire.offer())   # the server maps the arena once
+    send("ready", os.getpid(), wire.offer(), resident_bytes())   # the server maps the arena once
     threading.Thread(target=serve, daemon=True, name="worker-serve").start()
     serve()
 
@@ -480,11 +490,7 @@ class _Worker:
         self.wire.send(message)
 
     def rss(self) -> int:
-        try:
-            with open(f"/proc/{self.process.pid}/statm") as f:
-                return int(f.read().split()[1]) * PAGE
-        except (OSError, ValueError, IndexError):
-            return 0
+        return resident_bytes(self.process.pid)
 
 
 def _tell(worker: _Worker, *message) -> None:
@@ -628,12 +634,12 @@ class WorkerPool:
                 continue
             kind = message[0]
             if kind == "ready":
-                worker.idle_rss = worker.rss()
+                worker.idle_rss = message[3]
                 worker.ready = True
                 self.failed_starts = 0
                 self._on_free()
             elif kind == "done":
-                worker.idle_rss = worker.rss()
+                worker.idle_rss = message[3]
                 with self._lock:
                     assignment, worker.assignment = worker.assignment, None
                     worker.retiring = message[2]
