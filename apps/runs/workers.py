@@ -489,9 +489,6 @@ class _Worker:
     def send(self, *message) -> None:
         self.wire.send(message)
 
-    def rss(self) -> int:
-        return resident_bytes(self.process.pid)
-
 
 def _tell(worker: _Worker, *message) -> None:
     try:
@@ -695,5 +692,5 @@ class WorkerPool:
                     self._end(worker, ev.RUN_STOPPED, STOPPED)
                 elif now > assignment.deadline:
                     self._end(worker, ev.RUN_FAILED, timeout_message(assignment.job.options.timeout_s))
-                elif limit and worker.rss() - assignment.base_rss > limit:
+                elif limit and resident_bytes(worker.process.pid) - assignment.base_rss > limit:
                     self._end(worker, ev.RUN_FAILED, assignment.memory_message(self.memory_max_mb))

@@ -47,15 +47,13 @@ def blobs(value: Any) -> Iterator[bytes]:
 
 def count_storages(value: Any, storages: dict[StorageKey, int]) -> None:
     """Add the value's storages (key -> bytes) to ``storages``; one already there adds nothing."""
-    if isinstance(value, torch.Tensor):   # most captures: no container to walk, no picture to look for
-        storage = value.untyped_storage()
-        storages.setdefault((str(value.device), storage.data_ptr()), storage.nbytes())
-        return
-    for t in tensors(value):
+    plain = isinstance(value, torch.Tensor)   # most captures: no container to walk, no picture to look for
+    for t in (value,) if plain else tensors(value):
         storage = t.untyped_storage()
         storages.setdefault((str(t.device), storage.data_ptr()), storage.nbytes())
-    for blob in blobs(value):
-        storages.setdefault(("bytes", id(blob)), len(blob))
+    if not plain:
+        for blob in blobs(value):
+            storages.setdefault(("bytes", id(blob)), len(blob))
 
 
 class RecordingStopped(Exception):
