@@ -1,6 +1,7 @@
-"""Authentication by API token (``Authorization: Bearer <token>``), for the JSON API: listed
-in AUTHENTICATION_BACKENDS, so codefyui.api asks ``authenticate(request, api_token=...)``
-and knows nothing of how tokens are kept."""
+"""Authentication by API token (``Authorization: Bearer <token>``), for the JSON API and the
+run socket. Listed first in AUTHENTICATION_BACKENDS: a wrong token falls through to axes,
+which counts it (codefyui.api asks this backend first, then ``authenticate`` for a token it
+does not know)."""
 from __future__ import annotations
 
 import copy
