@@ -151,19 +151,23 @@ class MemoryCaptureStore(CaptureStore):
 
     def _keep(self, run_id: str, slot: tuple[str, str], frozen: Any) -> None:
         """``put``'s work, under the lock."""
-        if self._stopped(run_id, slot):
+        run = self._runs.get(run_id)
+        if run is None:
+            run = self._runs[run_id] = _Run()
+        elif run.stopped:
+            run.refused.add(slot)
             return
-        run = self._runs.setdefault(run_id, _Run())
         before = run.bytes
         fresh, held = _would_hold(run, slot, frozen)
-        writing = sum(self._runs[other].bytes for other in self._open if other != run_id and other in self._runs)
-        if self.max_bytes > 0 and held + writing > self.max_bytes:
-            if run.slots.pop(slot, None) is not None:  # never leave an older value behind
-                run.recount()
-                self._bytes += run.bytes - before
-            run.stopped = True
-            run.refused.add(slot)
-            raise RecordingStopped(run.bytes)
+        if self.max_bytes > 0:
+            writing = sum(self._runs[other].bytes for other in self._open if other != run_id and other in self._runs)
+            if held + writing > self.max_bytes:
+                if run.slots.pop(slot, None) is not None:  # never leave an older value behind
+                    run.recount()
+                    self._bytes += run.bytes - before
+                run.stopped = True
+                run.refused.add(slot)
+                raise RecordingStopped(run.bytes)
         overwrite = slot in run.slots
         run.slots[slot] = Capture(frozen, next(self._serial))
         if overwrite:
@@ -212,16 +216,16 @@ class MemoryCaptureStore(CaptureStore):
             return {"runs": len(self._runs), "max_runs": self.max_runs,
                     "bytes": self._bytes, "max_bytes": self.max_bytes}
 
+    def _over(self) -> bool:
+        return len(self._runs) > self.max_runs or (self.max_bytes > 0 and self._bytes > self.max_bytes)
+
     def _evict(self, keep: str | None = None) -> None:
         """Drop whole runs, oldest first, until both budgets hold (open runs are never dropped)."""
-        def over() -> bool:
-            return len(self._runs) > self.max_runs or (self.max_bytes > 0 and self._bytes > self.max_bytes)
-
-        if not over():
+        if not self._over():
             return
         protected = self._open | ({keep} if keep else set())
         for run_id in list(self._runs):
-            if not over():
+            if not self._over():
                 return
             if run_id not in protected:
                 self._bytes -= self._runs.pop(run_id).bytes
@@ -250,6 +254,8 @@ def freeze(value: Any) -> Any:
     changes in place (trainable parameters, a layer's state) is copied.
     """
     if isinstance(value, torch.Tensor):
+        if not value.requires_grad:   # no graph to detach it from (most captures: a worker's outputs)
+            return value
         frozen = value.detach()
         return frozen.clone() if shares_weights(value) else frozen
     if isinstance(value, torch.nn.Module):

@@ -50,7 +50,8 @@ def count_storages(value: Any, storages: dict[StorageKey, int]) -> None:
     plain = isinstance(value, torch.Tensor)   # most captures: no container to walk, no picture to look for
     for t in (value,) if plain else tensors(value):
         storage = t.untyped_storage()
-        storages.setdefault((str(t.device), storage.data_ptr()), storage.nbytes())
+        device = "cpu" if t.is_cpu else str(t.device)   # str() of a device costs more than the rest
+        storages.setdefault((device, storage.data_ptr()), storage.nbytes())
     if not plain:
         for blob in blobs(value):
             storages.setdefault(("bytes", id(blob)), len(blob))
