@@ -84,6 +84,7 @@ class _Mapping:
         self.key = _fd_key(fd)
         weakref.finalize(self, os.close, fd)   # a mapping no one sends from any more; its storages keep their pages
         self._live: dict[int, list] = {}   # offset -> [weak ref to the storage, size, messages counted]
+        self._views: dict[int, tuple] = {}  # id of a view's weak ref -> (the ref, its offset, its entry)
         self._lock = threading.Lock()
 
     def holds(self, storage: torch.UntypedStorage) -> int | None:
@@ -105,11 +106,15 @@ class _Mapping:
             storage = torch.from_numpy(view).untyped_storage()
             entry = [reductions.StorageWeakRef(storage), size, int(counted)]
             self._live[offset] = entry
-        # The view lives exactly as long as the storage on it (torch holds it): its end is the slice's.
-        weakref.finalize(view, self._died, offset, entry)
+        # The view lives exactly as long as the storage on it (torch holds it): its end is the
+        # slice's. A weak reference with a callback, kept here until then, tells it: a tenth of
+        # what weakref.finalize costs, and a run's captures each make one.
+        ref = weakref.ref(view, self._died)
+        self._views[id(ref)] = (ref, offset, entry)
         return storage
 
-    def _died(self, offset: int, entry: list) -> None:
+    def _died(self, ref: weakref.ref) -> None:
+        _, offset, entry = self._views.pop(id(ref))
         with self._lock:
             if self._live.get(offset) is entry:
                 del self._live[offset]
