@@ -183,13 +183,6 @@ class MemoryCaptureStore(CaptureStore):
             run = self._runs.get(run_id)
             return run is not None and (node_id, port) in run.refused
 
-    def _stopped(self, run_id: str, slot: tuple[str, str]) -> bool:
-        run = self._runs.get(run_id)
-        if run is not None and run.stopped:
-            run.refused.add(slot)
-            return True
-        return False
-
     def get(self, run_id: str, node_id: str, port: str) -> Capture | None:
         with self._lock:
             run = self._runs.get(run_id)
