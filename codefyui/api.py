@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import orjson
 from django.conf import settings
-from django.contrib.auth import authenticate
+from django.contrib.auth import authenticate, load_backend
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, HttpRequest, HttpResponse
@@ -15,8 +15,6 @@ from django.shortcuts import render
 from django.views import defaults
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
-
-from apps.accounts.backends import ApiTokenBackend
 
 
 class ApiError(Exception):
@@ -49,7 +47,9 @@ def json_body(request: HttpRequest) -> Any:
         raise ApiError(400, f"The request body is not valid JSON: {exc}") from None
 
 
-_TOKENS = ApiTokenBackend()
+@functools.cache
+def _token_backend():
+    return load_backend(settings.API_TOKEN_BACKEND)
 
 
 def _token_user(request: HttpRequest):
@@ -60,7 +60,7 @@ def _token_user(request: HttpRequest):
     if not header.startswith("Bearer "):
         return None
     token = header[7:].strip()
-    return _TOKENS.authenticate(request, api_token=token) or authenticate(request, api_token=token)
+    return _token_backend().authenticate(request, api_token=token) or authenticate(request, api_token=token)
 
 
 def api(*methods: str) -> Callable:

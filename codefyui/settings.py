@@ -130,15 +130,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Authorization: Bearer <token> on the JSON API and the run socket (codefyui.api asks it
+# before ``authenticate``).
+API_TOKEN_BACKEND = "apps.accounts.backends.ApiTokenBackend"
 # Login throttling (django-axes, first): after LOGIN_FAILURE_LIMIT failures for one
 # username, or from one address, that login is refused for LOGIN_LOCKOUT_MINUTES (each try
 # meanwhile starts the wait again) before any password is hashed. The admin unlocks by
 # deleting the Access attempt.
 AUTHENTICATION_BACKENDS = [
-    # Authorization: Bearer <token> on the JSON API. First, so that a valid token (a class's
-    # every API request) costs one lookup; a wrong one falls through to axes, which counts it
-    # and answers a lockout. Throttling guards guessable secrets; a token is 256 random bits.
-    "apps.accounts.backends.ApiTokenBackend",
+    # The token's backend first, so that a valid token (a class's every API request) costs
+    # one lookup; a wrong one falls through to axes, which counts it and answers a lockout.
+    # Throttling guards guessable secrets; a token is 256 random bits.
+    API_TOKEN_BACKEND,
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
