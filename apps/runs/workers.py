@@ -175,7 +175,7 @@ class _Outbox:
             if not messages:
                 return
             try:
-                self._send("batch", messages)
+                self._send("batch", _without_unseen_starts(messages))
             except Exception:  # something in it cannot cross (cannot be pickled): each on its own
                 for message in messages:
                     self._send_alone(message)
@@ -194,6 +194,34 @@ class _Outbox:
                                                     f"({type(exc).__name__})")])
             else:  # an execution-cache entry that cannot cross is simply not cached
                 log.debug("a %s message could not be sent", message[0], exc_info=True)
+
+
+_NODE_ENDS = frozenset({ev.NODE_COMPLETED, ev.NODE_CACHED, ev.NODE_ERROR, ev.NODE_SKIPPED})
+
+
+def _without_unseen_starts(messages: list[tuple]) -> list[tuple]:
+    """The batch without the "running" events of nodes that also end in it: the server takes
+    a batch in at once, so no one could see those nodes running, and each event costs its
+    reader (unpickling, the run's record, its listeners). A node's events keep their order;
+    a start whose end comes in a later batch stays."""
+    ends_later: set[str] = set()
+    kept: list[tuple] = []
+    for message in reversed(messages):
+        if message[0] == "events":
+            events = []
+            for event in reversed(message[1]):
+                if event.kind == ev.NODE_RUNNING and event.node_id in ends_later:
+                    ends_later.discard(event.node_id)
+                    continue
+                if event.kind in _NODE_ENDS:
+                    ends_later.add(event.node_id)
+                events.append(event)
+            if not events:
+                continue
+            if len(events) < len(message[1]):
+                message = ("events", events[::-1])
+        kept.append(message)
+    return kept[::-1]
 
 
 class _Lingerer:

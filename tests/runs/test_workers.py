@@ -256,6 +256,25 @@ def test_a_workers_messages_leave_in_order_in_batches_and_a_runs_end_at_once():
     outbox.close()
 
 
+def test_a_batch_leaves_out_the_start_of_a_node_that_ends_in_it_and_keeps_one_still_running(monkeypatch):
+    from apps.runs.engine import events as ev
+    monkeypatch.setattr(workers._Outbox, "LINGER_S", 60)   # one batch, sent by close()
+    sent: list[tuple] = []
+    outbox = workers._Outbox(lambda *message: sent.append(message), "r1")
+    for kind, node in [(ev.RUN_STARTED, None), (ev.NODE_RUNNING, "a"), (ev.PROGRESS, "a"), (ev.NODE_COMPLETED, "a"),
+                       (ev.NODE_RUNNING, "b"), (ev.NODE_ERROR, "b"), (ev.NODE_RUNNING, "loop"),
+                       (ev.NODE_COMPLETED, "loop"), (ev.NODE_RUNNING, "loop"), (ev.NODE_RUNNING, "c")]:
+        outbox.post("events", [ev.Event(kind, "r1", node)])
+    outbox.close()
+    events = [e for kind, payload in sent[0][1] for e in payload]
+    assert [(e.kind, e.node_id) for e in events] == [
+        (ev.RUN_STARTED, None), (ev.PROGRESS, "a"), (ev.NODE_COMPLETED, "a"), (ev.NODE_ERROR, "b"),
+        (ev.NODE_COMPLETED, "loop"), (ev.NODE_RUNNING, "loop"), (ev.NODE_RUNNING, "c")]  # still running: kept
+    outbox.post("events", [ev.Event(ev.NODE_COMPLETED, "r1", "c")])
+    outbox.post("events", [ev.Event(ev.RUN_COMPLETED, "r1")])
+    assert [e.kind for _, payload in sent[-1][1] for e in payload] == [ev.NODE_COMPLETED, ev.RUN_COMPLETED]
+
+
 def test_an_output_that_cannot_cross_is_named_and_the_rest_of_the_batch_still_goes():
     from apps.runs.engine import events as ev
     sent: list[tuple] = []
