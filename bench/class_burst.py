@@ -219,6 +219,13 @@ async def one_by_one(pid: int, port: int, token: str, doc: dict, runs: int = ALO
     return statistics.median(times), spent(before, cpu_ms(pid), runs)
 
 
+def over_bursts(each: list[tuple[float, float, tuple[float, float]]]) -> tuple:
+    """The medians of the bursts' medians and p95s, their mean CPU per run (server process,
+    run workers) and each burst's p95."""
+    medians, p95s, cpus = zip(*each)
+    return statistics.median(medians), statistics.median(p95s), tuple(map(statistics.mean, zip(*cpus))), p95s
+
+
 def codefyui_graph(doc: dict) -> dict:
     """The CNN example as CodefyUI's run endpoint takes it: its answer is what reaches a
     GraphOutput, so the last node's value goes to one."""
@@ -307,17 +314,14 @@ def main() -> None:
         # One run each of a warm-up student: every worker has run the nodes once.
         asyncio.run(burst(port, tokens[-2:], cnn, {"seed": None}))
         spy = profiler(server, var)
-        figures = {}
-        runs = {"unseeded": [], "seeded": []}
+        runs = {"unseeded": [], "seeded": []}   # each burst's (median, p95, CPU per run)
         for i in range(bursts):   # in turns: a slow spell of the machine lands on both kinds
             for k, (name, options) in enumerate((("unseeded", {"seed": None}), ("seeded", {"seed": 42}))):
                 group = tokens[(2 * i + k) * n:(2 * i + k + 1) * n]
                 before = cpu_ms(server.pid)
                 times = asyncio.run(burst(port, group, cnn, options))
                 runs[name].append((statistics.median(times), percentile(times, 0.95), spent(before, cpu_ms(server.pid), n)))
-        for name, measured in runs.items():
-            figures[name] = (statistics.median(m for m, _, _ in measured), statistics.median(p for _, p, _ in measured),
-                             tuple(sum(c[i] for _, _, c in measured) / bursts for i in (0, 1)), [p for _, p, _ in measured])
+        figures = {name: over_bursts(each) for name, each in runs.items()}
         alone, alone_cpu = asyncio.run(one_by_one(server.pid, port, tokens[-1], walkthrough))
         if spy is not None:
             spy.send_signal(signal.SIGINT)
