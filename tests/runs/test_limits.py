@@ -164,3 +164,30 @@ def test_what_a_node_tells_bounds_every_tensor_it_makes(node_type, params, input
     monkeypatch.setattr(node.cls, "largest_shape", classmethod(lambda cls, params, inputs: None))
     outcome = run(doc, max_elements=math.prod(told))
     assert outcome.nodes["node"].status == "completed", outcome.nodes["node"].error
+
+
+@pytest.mark.parametrize("node_type, params", [
+    *[("TensorInput", {"shape": "3,40", "value_mode": mode, "dtype": dtype})
+      for mode in ("random", "zeros", "ones", "arange") for dtype in ("float32", "int64", "bool")],
+    ("TensorInput", {"shape": "2,3", "value_mode": "explicit", "values": [[1, 2, 3], [4, 5, 6]]}),
+    *[("TensorCreate", {"shape": "3,40", "fill": fill}) for fill in ("zeros", "ones", "randn", "rand", "full", "arange")],
+])
+def test_a_node_that_makes_its_shape_param_tells_it_and_makes_nothing_larger(node_type, params, monkeypatch):
+    """TensorInput and TensorCreate tell the shape they make, in every mode, and no op of theirs
+    under the per-op guard set to exactly that many elements is refused; a malformed shape
+    tells nothing, so the node itself says what is wrong."""
+    doc = graph({}, node_type, params)
+    node = plan_run(doc).nodes["node"]
+    told = node.cls.largest_shape(node.params, {})
+    assert told == tuple(int(s) for s in params["shape"].split(","))
+    assert node.cls.largest_shape({**node.params, "shape": "3,x"}, {}) is None
+    monkeypatch.setattr(node.cls, "largest_shape", classmethod(lambda cls, params, inputs: None))
+    outcome = run(doc, max_elements=math.prod(told))
+    assert outcome.nodes["node"].status == "completed", outcome.nodes["node"].error
+
+
+def test_a_tensor_input_over_the_limit_is_refused_before_it_is_made():
+    """TensorInput's shape is checked against the limit before anything is drawn, with the usual message."""
+    outcome = run(graph({}, "TensorInput", {"shape": "100000,100000", "value_mode": "random"}), max_elements=100_000_000)
+    assert ("Big would need a tensor of shape [100000, 100000] (10,000,000,000 elements), more than the "
+            "100,000,000 this server allows (CODEFYUI_MAX_TENSOR_ELEMENTS)") in outcome.nodes["node"].error

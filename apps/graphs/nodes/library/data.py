@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ..base import NodeError, Param, register
+from ..base import NodeError, Param, ParamError, register
 from ._helpers import (TENSOR_OUT, LibraryNode, numel, param_value, seed_value, shape_str,
                        sizes)
 
@@ -25,6 +25,16 @@ def _flatten(values, out: list[float]) -> list[float]:
     except (TypeError, ValueError):
         raise NodeError(f"'values' must contain only numbers, but it contains {values!r}") from None
     return out
+
+
+def shape_param(params) -> tuple[int, ...] | None:
+    """``largest_shape`` of a node that makes one tensor of its 'shape' param, in every mode
+    (a float64 copy of typed values, int64 coin flips, a count: never more elements); None
+    for a malformed shape, which the node's run then names."""
+    try:
+        return tuple(sizes(params, "shape"))
+    except (ParamError, NodeError):
+        return None
 
 
 @register
@@ -54,6 +64,10 @@ class TensorInput(LibraryNode):
               "The numbers to use when value_mode is explicit"),
         Param("seed", "int", 0, "Random mode draws these numbers on every run (0 included)"),
     )
+
+    @classmethod
+    def largest_shape(cls, params, inputs):
+        return shape_param(params)
 
     def run(self, ctx, params, **inputs):
         shape = sizes(params, "shape")
@@ -110,6 +124,10 @@ class TensorCreate(LibraryNode):
         Param("requires_grad", "bool", False, "Track gradients for this tensor"),
     )
     uses_rng = True  # randn and rand draw from the run's generator
+
+    @classmethod
+    def largest_shape(cls, params, inputs):
+        return shape_param(params)
 
     @classmethod
     def draws_random(cls, params):
