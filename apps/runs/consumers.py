@@ -63,7 +63,12 @@ class RunConsumer(AsyncWebsocketConsumer):
         html = fragment(message["event"])
         node_id = message["event"].get("node_id") or ""
         if "/" in node_id:  # a node inside a block: its block's card shows the rolled-up status
-            html += await database_sync_to_async(block_badges)(self.run_id, [node_id])
+            # from what this process holds of the run: an event of every inner node must not
+            # each take a turn on Django's one request thread (a preset is a block of many)
+            statuses = service.node_states(self.run_id)
+            if statuses is None:
+                statuses = await database_sync_to_async(_row_states)(self.run_id)
+            html += block_badges([node_id], statuses)
         if html:
             await self.send(text_data=html)
 
@@ -123,9 +128,12 @@ def fragment(event: dict) -> str:
     return "".join(parts)
 
 
-def block_badges(run_id: str, inner_ids: list[str]) -> str:
-    """Badges of the blocks holding these inner nodes, rolled up from what the recorder holds."""
-    statuses = service.current(Run.objects.get(pk=run_id)).nodes
+def _row_states(run_id: str) -> dict[str, dict]:
+    return service.current(Run.objects.get(pk=run_id)).nodes or {}
+
+
+def block_badges(inner_ids: list[str], statuses: dict[str, dict]) -> str:
+    """Badges of the blocks holding these inner nodes, rolled up from the run's node statuses."""
     blocks = {node_id.split("/", 1)[0] for node_id in inner_ids if "/" in node_id}
     return "".join(render_to_string("editor/_badge.html", {
         "card": _Card(block, subgraphs.rolled_up_status(block, statuses)), "oob": True}) for block in sorted(blocks))
@@ -136,7 +144,7 @@ def catch_up(run_id: str) -> str:
     run = service.current(Run.objects.get(pk=run_id))  # what the recorder holds beyond the row
     parts = [render_to_string("editor/_badge.html", {"card": _Card(node_id, status), "oob": True})
              for node_id, status in run.nodes.items() if "/" not in node_id]
-    parts.append(block_badges(run_id, list(run.nodes)))
+    parts.append(block_badges(list(run.nodes), run.nodes))
     parts.append(render_to_string("editor/_log.html", {"run": run, "oob": True}))
     parts.append(render_to_string("editor/_run_status.html", {"run": run, "oob": True}))
     return "".join(parts)

@@ -345,6 +345,18 @@ def current(run: Run) -> Run:
     return run
 
 
+def node_states(run_id) -> dict[str, dict[str, Any]] | None:
+    """Each node's status in a run this process runs now or ended lately, without reading
+    the database (None for any other run): a run's socket rolls a block's badge up from
+    it for every event of a node inside the block."""
+    key = str(run_id)
+    with _runs.lock:
+        live, ended = _runs.live.get(key), _runs.ended.get(key)
+    if live is not None:
+        return live.recorder.node_states()
+    return dict(ended.nodes or {}) if ended is not None else None
+
+
 def known_run(user, run_id) -> Run | None:
     """A run of the user's as this process knows it, without reading the database: one it
     runs now, or one of the last ENDED_KEPT it ended (whose row it wrote last). None for any
@@ -540,6 +552,10 @@ class _Recorder:
         with self._lock:
             if self._dirty:
                 self._write()
+
+    def node_states(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            return dict(self.nodes)
 
     def overlay(self, run: Run) -> None:
         with self._lock:

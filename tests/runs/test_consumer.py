@@ -106,6 +106,53 @@ async def test_a_block_shows_the_rolled_up_status_of_its_inside(student):
     await communicator.disconnect()
 
 
+async def _inner_event_shows(student, run, statuses_held: dict | None, monkeypatch) -> str:
+    """What a socket on the run receives for an error inside block-1, with ``statuses_held``
+    as this process's recorder of the run (None: the process does not run it, and the socket
+    may read the row on Django's request thread; otherwise it must not)."""
+    from apps.runs import consumers
+    from types import SimpleNamespace
+
+    from apps.runs import push
+    from apps.runs.engine import events as ev
+    communicator = socket(student, run.pk)
+    await communicator.connect()
+    await communicator.receive_from(timeout=5)   # the catch-up
+    if statuses_held is not None:
+        live = service._LiveRun(run, SimpleNamespace(run_id=str(run.pk)), None)
+        live.recorder.nodes = statuses_held
+        service._runs.live[str(run.pk)] = live
+
+        def no_request_thread(fn):
+            raise AssertionError(f"{fn.__name__} went to the request thread")
+        monkeypatch.setattr(consumers, "database_sync_to_async", no_request_thread)
+    try:
+        event = ev.Event(ev.NODE_ERROR, str(run.pk), "block-1/b", error="x", level="error")
+        await channel_layers["default"].group_send(push.group(str(run.pk)), {"type": "run.event", "event": event.to_dict()})
+        return await receive_until(communicator, 'id="badge-block-1"')
+    finally:
+        service._runs.live.pop(str(run.pk), None)
+        await communicator.disconnect()
+
+
+async def test_an_event_inside_a_block_rolls_its_badge_up_from_what_the_server_holds(student, monkeypatch):
+    """Every event of a node inside a block (a preset is a block of many) rolls the block's
+    badge up from the run as this process holds it, not from its row: no read on Django's
+    one request thread per event."""
+    run = await database_sync_to_async(Run.objects.create)(
+        owner=student, status=Run.Status.RUNNING, nodes={"block-1/a": {"status": "running"}})
+    seen = await _inner_event_shows(student, run, {"block-1/a": {"status": "completed"}, "block-1/b": {"status": "error"}},
+                                    monkeypatch)
+    assert 'id="badge-block-1" class="badge badge-error"' in seen
+
+
+async def test_an_event_inside_a_block_of_a_run_this_process_does_not_hold_reads_its_row(student, monkeypatch):
+    run = await database_sync_to_async(Run.objects.create)(
+        owner=student, status=Run.Status.RUNNING, nodes={"block-1/a": {"status": "running"}})
+    seen = await _inner_event_shows(student, run, None, monkeypatch)
+    assert 'id="badge-block-1" class="badge badge-running"' in seen
+
+
 def token_socket(path, headers=()):
     from codefyui.routing import websocket_application
     return WebsocketCommunicator(websocket_application(), path, headers=list(headers))
