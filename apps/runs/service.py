@@ -348,12 +348,13 @@ def current(run: Run) -> Run:
 def node_states(run_id) -> dict[str, dict[str, Any]] | None:
     """Each node's status in a run this process runs now or ended lately, without reading
     the database (None for any other run): a run's socket rolls a block's badge up from
-    it for every event of a node inside the block."""
+    it for every event of a node inside the block. Called on the event loop, so it takes no
+    lock (the scheduler's is held while a job is sent, a recorder's while its row is
+    written): a dict's lookup and copy are each atomic under the GIL."""
     key = str(run_id)
-    with _runs.lock:
-        live, ended = _runs.live.get(key), _runs.ended.get(key)
+    live, ended = _runs.live.get(key), _runs.ended.get(key)
     if live is not None:
-        return live.recorder.node_states()
+        return dict(live.recorder.nodes)
     return dict(ended.nodes or {}) if ended is not None else None
 
 
@@ -552,10 +553,6 @@ class _Recorder:
         with self._lock:
             if self._dirty:
                 self._write()
-
-    def node_states(self) -> dict[str, dict[str, Any]]:
-        with self._lock:
-            return dict(self.nodes)
 
     def overlay(self, run: Run) -> None:
         with self._lock:
