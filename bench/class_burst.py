@@ -21,7 +21,13 @@ its requirements installed, from ``--codefyui-python``): one request per run, it
 ``POST /api/graph/run/{name}`` on the same graph (plus the GraphOutput that endpoint returns),
 measured after a first burst of the same size (its first burst grows its thread pool).
 Nothing of CodefyUI's is in this repository: fetch and install it beside it.
-Run: .venv/bin/python bench/class_burst.py [--students N] [--bursts B] [--codefyui BACKEND --codefyui-python PY]
+
+With ``--against TREE`` (another checkout of this project, e.g. ``git worktree add /tmp/before
+HEAD~1``, run with this tree's Python) its server runs beside this one, each burst goes to both
+in turns, the order alternating, and both trees' figures and their ratio are printed: on a
+machine whose speed drifts within minutes, the only before/after comparison worth a change.
+Run: .venv/bin/python bench/class_burst.py [--students N] [--bursts B] [--against TREE]
+     [--codefyui BACKEND --codefyui-python PY]
 """
 from __future__ import annotations
 
@@ -36,7 +42,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -103,14 +110,15 @@ class Client:
         self.writer.close()
 
 
-def server_env(prefix: str, **settings: str) -> tuple[Path, dict]:
-    """A var dir of its own and the environment a bench's server and manage.py run with:
-    SQLite there, no Redis, production settings, plus ``settings`` (CODEFYUI_* names)."""
+def server_env(prefix: str, root: Path = ROOT, **settings: str) -> tuple[Path, dict]:
+    """A var dir of its own and the environment a bench's server and manage.py run with (the
+    checkout at ``root``): SQLite there, no Redis, production settings, plus ``settings``
+    (CODEFYUI_* names)."""
     var = Path(tempfile.mkdtemp(prefix=prefix))
     env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DJANGO_DEBUG"}}
     env.update(DATABASE_URL=f"sqlite:///{var / 'bench.sqlite3'}", CODEFYUI_VAR_DIR=str(var),
                DJANGO_SETTINGS_MODULE="codefyui.settings", DJANGO_ALLOWED_HOSTS="127.0.0.1",
-               PYTHONPATH=str(ROOT), **settings)
+               PYTHONPATH=str(root), **settings)
     return var, env
 
 
@@ -120,19 +128,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(var: Path, env: dict) -> tuple[subprocess.Popen, int]:
+def start_server(var: Path, env: dict, root: Path = ROOT) -> tuple[subprocess.Popen, int]:
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                               "codefyui.asgi:application"], cwd=ROOT, env=env,
+                               "codefyui.asgi:application"], cwd=root, env=env,
                               stdout=open(var / "daphne.log", "wb"), stderr=subprocess.STDOUT)
     return server, port
 
 
 @contextmanager
-def running(var: Path, env: dict, token: str) -> Iterator[tuple[subprocess.Popen, int, dict]]:
+def running(var: Path, env: dict, token: str, root: Path = ROOT) -> Iterator[tuple[subprocess.Popen, int, dict]]:
     """A bench's server (start_server), once it answers with every run worker idle (healthy):
     the process, its port and /api/health's run workers; stopped with SIGINT at the end."""
-    server, port = start_server(var, env)
+    server, port = start_server(var, env, root)
     try:
         yield server, port, asyncio.run(healthy(port, token))
     finally:
@@ -164,7 +172,7 @@ def profiler(server: subprocess.Popen, var: Path) -> subprocess.Popen | None:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def accounts(env: dict, count: int) -> list[str]:
+def accounts(env: dict, count: int, root: Path = ROOT) -> list[str]:
     """Students and their API tokens, made in one manage.py process (each start imports torch)."""
     script = ("from django.core.management import call_command\n"
               "from django.contrib.auth import get_user_model\n"
@@ -173,7 +181,7 @@ def accounts(env: dict, count: int) -> list[str]:
               "User = get_user_model()\n"
               f"users = User.objects.bulk_create([User(username=f'student{{i}}') for i in range({count})])\n"
               "print(' '.join(ApiToken.issue(u) for u in User.objects.order_by('pk')))\n")
-    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=root, env=env,
                           capture_output=True, text=True, check=True)
     return done.stdout.split()[-count:]
 
@@ -298,52 +306,86 @@ def codefyui_side_by_side(backend: Path, python: str, doc: dict, n: int) -> tupl
         server.wait(30)
 
 
+KINDS = (("unseeded", {"seed": None}), ("seeded", {"seed": 42}))
+
+
+@dataclass
+class Served:
+    """One checkout's server in this bench: its process, port, run workers, students' tokens."""
+    root: Path
+    var: Path
+    process: subprocess.Popen
+    port: int
+    workers: dict
+    tokens: list[str]
+
+
+def serve(stack: ExitStack, root: Path, n: int, bursts: int, cnn: dict) -> Served:
+    """A server of the checkout at ``root``, its students made, every worker warmed by a run."""
+    var, env = server_env("codefyui-burst-", root, CODEFYUI_RUN_OUTPUT_STORE_MAX_RUNS=str(2 * n + 4))
+    tokens = accounts(env, 2 * bursts * n + 2, root)
+    process, port, workers = stack.enter_context(running(var, env, tokens[-1], root))
+    asyncio.run(burst(port, tokens[-2:], cnn, {"seed": None}))   # one run each of a warm-up student
+    return Served(root, var, process, port, workers, tokens)
+
+
+def report(name: str, figures: dict, n: int) -> None:
+    for kind, (median, p95, cpu, each) in figures.items():
+        print(f"{name}{kind:9s}: each burst's p95 {', '.join(f'{p:.3f}' for p in each)} s")
+        print(f"{name}{kind:9s}: submit to terminal status median {median:.3f} s, p95 {p95:.3f} s (medians over the bursts); "
+              f"server CPU {sum(cpu):.1f} ms per run ({cpu[0]:.1f} server process + {cpu[1]:.1f} run workers); "
+              f"the server process computed {cpu[0] * n / 1e3:.3f} s of the burst on its one interpreter")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--bursts", type=int, default=5, help="bursts of each kind; the figures are their median")
+    parser.add_argument("--against", type=Path, metavar="TREE", help="another checkout of this project (git worktree "
+                        "add), served side by side with its bursts in turns with this one's")
     parser.add_argument("--codefyui", type=Path, metavar="BACKEND", help="CodefyUI's backend/ folder, to burst side by side")
     parser.add_argument("--codefyui-python", default=sys.executable, metavar="PY", help="a Python with its requirements")
     args = parser.parse_args()
     n, bursts = args.students, args.bursts
-    var, env = server_env("codefyui-burst-", CODEFYUI_RUN_OUTPUT_STORE_MAX_RUNS=str(2 * n + 4))
-    tokens = accounts(env, 2 * bursts * n + 2)
     cnn = json.loads((ROOT / "examples" / "cnn.json").read_text())
     walkthrough = json.loads((ROOT / "examples" / "walkthrough.json").read_text())
-    with running(var, env, tokens[-1]) as (server, port, workers):
-        # One run each of a warm-up student: every worker has run the nodes once.
-        asyncio.run(burst(port, tokens[-2:], cnn, {"seed": None}))
-        spy = profiler(server, var)
-        runs = {"unseeded": [], "seeded": []}   # each burst's (median, p95, CPU per run)
-        for i in range(bursts):   # in turns: a slow spell of the machine lands on both kinds
-            for k, (name, options) in enumerate((("unseeded", {"seed": None}), ("seeded", {"seed": 42}))):
-                group = tokens[(2 * i + k) * n:(2 * i + k + 1) * n]
-                before = cpu_ms(server.pid)
-                times = asyncio.run(burst(port, group, cnn, options))
-                runs[name].append((statistics.median(times), percentile(times, 0.95), spent(before, cpu_ms(server.pid), n)))
-        figures = {name: over_bursts(each) for name, each in runs.items()}
-        alone, alone_cpu = asyncio.run(one_by_one(server.pid, port, tokens[-1], walkthrough))
+    with ExitStack() as stack:
+        servers = [serve(stack, root, n, bursts, cnn) for root in [ROOT, *([args.against.resolve()] if args.against else [])]]
+        ours = servers[0]
+        spy = profiler(ours.process, ours.var)
+        runs = [{kind: [] for kind, _ in KINDS} for _ in servers]   # each burst's (median, p95, CPU per run)
+        for i in range(bursts):   # in turns: a slow spell of the machine lands on both kinds (and both trees)
+            for k, (kind, options) in enumerate(KINDS):
+                group = slice((2 * i + k) * n, (2 * i + k + 1) * n)
+                for s in servers if (i + k) % 2 == 0 else servers[::-1]:
+                    before = cpu_ms(s.process.pid)
+                    times = asyncio.run(burst(s.port, s.tokens[group], cnn, options))
+                    runs[servers.index(s)][kind].append(
+                        (statistics.median(times), percentile(times, 0.95), spent(before, cpu_ms(s.process.pid), n)))
+        figures = [{kind: over_bursts(each) for kind, each in r.items()} for r in runs]
+        alone, alone_cpu = asyncio.run(one_by_one(ours.process.pid, ours.port, ours.tokens[-1], walkthrough))
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait(30)
     print(f"{n} students submit examples/cnn.json at once through the JSON API and wait with ?wait= "
-          f"({workers['workers']} run workers, {os.cpu_count()} cores), {bursts} bursts of each kind")
-    for name, (median, p95, cpu, each) in figures.items():
-        print(f"{name:9s}: each burst's p95 {', '.join(f'{p:.3f}' for p in each)} s")
-        print(f"{name:9s}: submit to terminal status median {median:.3f} s, p95 {p95:.3f} s (medians over the bursts); "
-              f"server CPU {sum(cpu):.1f} ms per run ({cpu[0]:.1f} server process + {cpu[1]:.1f} run workers); "
-              f"the server process computed {cpu[0] * n / 1e3:.3f} s of the burst on its one interpreter")
-    ratio = figures["seeded"][1] / figures["unseeded"][1]
-    ours = max(figures["seeded"][1], figures["unseeded"][1])   # the figure
+          f"({ours.workers['workers']} run workers, {os.cpu_count()} cores), {bursts} bursts of each kind")
+    report("", figures[0], n)
+    ratio = figures[0]["seeded"][1] / figures[0]["unseeded"][1]
+    p95 = max(figures[0]["seeded"][1], figures[0]["unseeded"][1])   # the figure
     print(f"seeded p95 / unseeded p95 = {ratio:.2f}")
+    if args.against:
+        report(f"{servers[1].root}: ", figures[1], n)
+        theirs = max(figures[1]["seeded"][1], figures[1]["unseeded"][1])
+        print(f"this tree / {servers[1].root}, bursts in turns: p95 {p95 / theirs:.2f}×, server process CPU per run "
+              f"{figures[0]['unseeded'][2][0] / figures[1]['unseeded'][2][0]:.2f}× (unseeded)")
     if args.codefyui:
-        median, p95, cpu = codefyui_side_by_side(args.codefyui, args.codefyui_python, cnn, n)
+        median, their_p95, cpu = codefyui_side_by_side(args.codefyui, args.codefyui_python, cnn, n)
         print(f"CodefyUI's backend, side by side (one POST /api/graph/run each, after a first burst): median "
-              f"{median:.3f} s, p95 {p95:.3f} s; its process's CPU {cpu:.1f} ms per run. Ours / CodefyUI's: "
-              f"p95 {ours / p95:.2f}×, CPU {sum(figures['unseeded'][2]) / cpu:.2f}× (unseeded)")
+              f"{median:.3f} s, p95 {their_p95:.3f} s; its process's CPU {cpu:.1f} ms per run. Ours / CodefyUI's: "
+              f"p95 {p95 / their_p95:.2f}×, CPU {sum(figures[0]['unseeded'][2]) / cpu:.2f}× (unseeded)")
     print(f"one walkthrough run alone ({ALONE_RUNS} one after another): median {alone:.3f} s, server CPU "
           f"{sum(alone_cpu):.1f} ms per run ({alone_cpu[0]:.1f} server process + {alone_cpu[1]:.1f} run workers)")
-    print(f"figure: class_burst_p95_s = {ours:.3f}")
+    print(f"figure: class_burst_p95_s = {p95:.3f}")
 
 
 if __name__ == "__main__":
