@@ -11,12 +11,14 @@ with the GIL nothing is lost in throughput. Long work never runs in a request: r
 their own pool (apps/runs), port statistics theirs (apps/stats/cache.py). Big transfers keep
 off that thread too: an upload spooled to disk is served on a thread of its own, and a
 streamed answer (a download) is read in one (``handle``, ``send_response``).
-WebSockets do not pass through here; their consumers' short database reads
-(database_sync_to_async) use that same thread, as they always did.
+WebSockets do not pass through here; their consumers' short database reads use that same
+thread, taking their turns with the requests (``in_turn``).
 
 Requests take that thread in turns, round-robin across who sends them (``_Turns``): a
 student's script that sends a hundred requests at once, or a page reloading in a loop, waits
-behind everyone else's next request instead of holding the class up for all of its own.
+behind everyone else's next request instead of holding the class up for all of its own. A
+WebSocket's reads (a token's user, its run, the catch-up) take the same turns under the same
+sender, so a script that opens sockets in a loop waits likewise.
 
 A read whose view finds long tensor work ahead (the Stats or a heat map of a capture of a
 million values or more) gives the thread back and is served again from its start on a
@@ -32,10 +34,12 @@ import asyncio
 import os
 import re
 import tempfile
+import weakref
 from contextlib import asynccontextmanager
-from typing import AsyncIterator, Iterator
+from typing import AsyncIterator, Callable, Iterator, TypeVar
 
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core import signals
 from django.core.exceptions import RequestAborted
@@ -50,6 +54,8 @@ from codefyui import heavy
 from codefyui.fairqueue import FairQueue
 
 
+T = TypeVar("T")
+
 # Heavy reads served at once, each on a thread of its own: a core stays with everyone else's.
 HEAVY_IN_FLIGHT = max(1, (os.cpu_count() or 2) - 1)
 
@@ -60,7 +66,6 @@ class SyncStackASGIHandler(ASGIHandler):
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
         self.token_api = _Stack(settings.TOKEN_API_MIDDLEWARE)
-        self.turns = _Turns()
         self.heavy_turns = _Turns(in_flight=HEAVY_IN_FLIGHT)
 
     async def __call__(self, scope, receive, send) -> None:
@@ -87,7 +92,7 @@ class SyncStackASGIHandler(ASGIHandler):
                     scope, body_file, on_request_thread=False)
             else:
                 sender = _sender(scope)
-                async with self.turns.turn(sender):
+                async with request_turns().turn(sender):
                     response = await sync_to_async(self._respond, thread_sensitive=True)(scope, body_file)
                 if response is None:   # its view needs long tensor work (codefyui/heavy.py): again, elsewhere
                     body_file.seek(0)
@@ -209,6 +214,26 @@ class _Turns:
                 turn.set_result(None)
                 return
         self._handed -= 1
+
+
+_TURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns] = weakref.WeakKeyDictionary()
+
+
+def request_turns() -> _Turns:
+    """The turns on Django's request thread that every request and every socket of this event
+    loop take (one loop in a server; each test has its own)."""
+    loop = asyncio.get_running_loop()
+    turns = _TURNS.get(loop)
+    if turns is None:
+        turns = _TURNS[loop] = _Turns()
+    return turns
+
+
+async def in_turn(scope, work: Callable[[], T]) -> T:
+    """A WebSocket's short database work, on Django's request thread in its turn among every
+    request and socket of the class, as its sender's (``_sender``: its token or session)."""
+    async with request_turns().turn(_sender(scope)):
+        return await database_sync_to_async(work)()
 
 
 _SESSION = re.compile(rb"(?:^|;)\s*" + re.escape(settings.SESSION_COOKIE_NAME.encode()) + rb"=([^;]*)")

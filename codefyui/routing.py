@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs
 
+from functools import partial
+
 from channels.auth import AuthMiddlewareStack
-from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.security.websocket import OriginValidator, WebsocketDenier
 from django.conf import settings
@@ -19,6 +20,7 @@ from django.urls import path, re_path
 from apps.accounts.backends import ApiTokenBackend
 
 from apps.runs.consumers import RunConsumer
+from codefyui.handler import in_turn
 
 websocket_urlpatterns = [
     path("ws/runs/<uuid:run_id>/", RunConsumer.as_asgi()),
@@ -68,7 +70,7 @@ class TokenOrSession:
         if token is None:
             return await self.with_session(scope, receive, send)
         # the token backend itself: django-axes's backend, first in line, wants a request
-        user = await database_sync_to_async(ApiTokenBackend().authenticate)(None, api_token=token)
+        user = await in_turn(scope, partial(ApiTokenBackend().authenticate, None, api_token=token))
         return await self.with_token({**scope, "user": user or AnonymousUser()}, receive, send)
 
 

@@ -241,6 +241,40 @@ async def test_requests_take_the_thread_in_turns_across_senders(monkeypatch):
     assert order == ["sessionid=script"] * 3 + ["theme=dark; sessionid=ada"] + ["sessionid=script"] * 3
 
 
+async def test_a_sockets_reads_take_their_turn_with_the_requests(monkeypatch):
+    """A WebSocket's reads on the request thread take their turn among the requests, as their
+    sender's: a script's burst of requests holds a student's socket up for one turn only (and
+    a script that opens sockets in a loop waits behind everyone else likewise)."""
+    from channels.routing import URLRouter
+    from channels.testing import WebsocketCommunicator
+
+    from apps.runs.consumers import RunConsumer
+    from codefyui.routing import websocket_urlpatterns
+    app = SyncStackASGIHandler()
+    held, order = threading.Event(), []
+    respond = SyncStackASGIHandler._respond
+
+    def noted(self, scope, body_file):
+        held.wait(5)   # the thread is busy until every request and the socket wait
+        order.append("script")
+        return respond(self, scope, body_file)
+
+    monkeypatch.setattr(SyncStackASGIHandler, "_respond", noted)
+    monkeypatch.setattr(RunConsumer, "_run", lambda self: order.append("socket"))   # finds no run: refused
+    burst = [asyncio.ensure_future(get(app, "/login/", [(b"cookie", b"sessionid=script")])) for _ in range(6)]
+    await asyncio.sleep(0.1)
+    socket = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/runs/00000000-0000-0000-0000-000000000001/",
+                                   headers=[(b"cookie", b"sessionid=ada")])
+    connecting = asyncio.ensure_future(socket.connect(timeout=10))
+    await asyncio.sleep(0.1)
+    held.set()
+    answers = await asyncio.gather(*burst)
+    assert all(status == 200 for status, _ in answers)
+    assert await connecting == (False, 4404)
+    # two were handed to the thread before the socket asked; one more script turn, then its read
+    assert order == ["script"] * 3 + ["socket"] + ["script"] * 3
+
+
 async def test_who_takes_turns_is_the_token_else_the_session_else_the_address():
     from codefyui.handler import _sender
     scope = {"client": ("10.0.0.7", 5000), "headers": [(b"cookie", b"csrftoken=x; sessionid=abc")]}

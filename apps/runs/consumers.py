@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from channels.db import database_sync_to_async
+from functools import partial
+
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
 from apps.graphs import subgraphs
 from codefyui import conf
 from codefyui.access import find_visible
+from codefyui.handler import in_turn
 
 from . import push, service
 from .engine import events as ev
@@ -25,17 +28,27 @@ from .status import badge, progress_line
 
 
 class RunConsumer(AsyncWebsocketConsumer):
+    async def dispatch(self, message):
+        """Each message to its handler. Channels' own dispatch first closes stale database
+        connections, on Django's one request thread, before every message: a hop there, ahead
+        of every student's turn, for each event pushed to each open page. The database work
+        here goes through ``in_turn``, which closes them around itself; an event needs none."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
     async def connect(self):
         push.remember_loop()
         self.run_id = str(self.scope["url_route"]["kwargs"]["run_id"])  # the canonical spelling events use
-        run = await self._run()
+        run = await in_turn(self.scope, self._run)
         if run is None:
             await self.close(code=4404)  # not yours, or not there: nothing is sent
             return
         await self.channel_layer.group_add(push.group(self.run_id), self.channel_name)
         await self.channel_layer.group_add(push.user_group(self.scope["user"].pk), self.channel_name)
         await self.accept()
-        await self.send(text_data=await database_sync_to_async(catch_up)(self.run_id))
+        await self.send(text_data=await in_turn(self.scope, partial(catch_up, self.run_id)))
         for oldest in _followers.add(self.scope["user"].pk, self.channel_name):
             await self.channel_layer.send(oldest, {"type": "socket.evicted"})
 
@@ -67,12 +80,11 @@ class RunConsumer(AsyncWebsocketConsumer):
             # each take a turn on Django's one request thread (a preset is a block of many)
             statuses = service.node_states(self.run_id)
             if statuses is None:
-                statuses = await database_sync_to_async(_row_states)(self.run_id)
+                statuses = await in_turn(self.scope, partial(_row_states, self.run_id))
             html += block_badges([node_id], statuses)
         if html:
             await self.send(text_data=html)
 
-    @database_sync_to_async
     def _run(self):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:

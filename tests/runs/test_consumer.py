@@ -123,9 +123,9 @@ async def _inner_event_shows(student, run, statuses_held: dict | None, monkeypat
         live.recorder.nodes = statuses_held
         service._runs.live[str(run.pk)] = live
 
-        def no_request_thread(fn):
-            raise AssertionError(f"{fn.__name__} went to the request thread")
-        monkeypatch.setattr(consumers, "database_sync_to_async", no_request_thread)
+        async def no_request_thread(scope, work):
+            raise AssertionError(f"{work} went to the request thread")
+        monkeypatch.setattr(consumers, "in_turn", no_request_thread)
     try:
         event = ev.Event(ev.NODE_ERROR, str(run.pk), "block-1/b", error="x", level="error")
         await channel_layers["default"].group_send(push.group(str(run.pk)), {"type": "run.event", "event": event.to_dict()})
@@ -151,6 +151,29 @@ async def test_an_event_inside_a_block_of_a_run_this_process_does_not_hold_reads
         owner=student, status=Run.Status.RUNNING, nodes={"block-1/a": {"status": "running"}})
     seen = await _inner_event_shows(student, run, None, monkeypatch)
     assert 'id="badge-block-1" class="badge badge-running"' in seen
+
+
+async def test_an_event_reaches_the_page_without_a_hop_onto_the_request_thread(student, monkeypatch):
+    """A pushed event is rendered on the event loop only. Channels' own dispatch first closed
+    stale database connections on Django's one request thread before every message: a hop
+    there for each event of each open page, ahead of every student's turn."""
+    from channels import consumer as channels_consumer
+
+    from apps.runs import push
+    from apps.runs.engine import events as ev
+    run = await database_sync_to_async(Run.objects.create)(owner=student, status=Run.Status.RUNNING)
+    communicator = socket(student, run.pk)
+    await communicator.connect()
+    await communicator.receive_from(timeout=5)   # the catch-up
+
+    async def no_hop():
+        raise AssertionError("a hop onto the request thread")
+    monkeypatch.setattr(channels_consumer, "aclose_old_connections", no_hop)
+    event = ev.Event(ev.NODE_COMPLETED, str(run.pk), "print", level="success", summary={})
+    await channel_layers["default"].group_send(push.group(str(run.pk)), {"type": "run.event", "event": event.to_dict()})
+    seen = await receive_until(communicator, 'id="badge-print"')
+    assert 'class="badge badge-completed"' in seen
+    await communicator.disconnect()
 
 
 def token_socket(path, headers=()):
