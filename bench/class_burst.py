@@ -22,19 +22,25 @@ its requirements installed, from ``--codefyui-python``): one request per run, it
 measured after a first burst of the same size (its first burst grows its thread pool).
 Nothing of CodefyUI's is in this repository: fetch and install it beside it.
 
+With ``--follow`` each student's page also follows their run through its socket (with their
+token, as a script may), as the editor in a browser does: what a class in front of the
+editor costs, printed as ``class_burst_followed_p95_s``.
+
 With ``--against TREE`` (another checkout of this project, e.g. ``git worktree add /tmp/before
 HEAD~1``, run with this tree's Python) its server runs beside this one, each burst goes to both
 in turns, the order alternating, and both trees' figures and their ratio are printed: on a
 machine whose speed drifts within minutes, the only before/after comparison worth a change.
-Run: .venv/bin/python bench/class_burst.py [--students N] [--bursts B] [--against TREE]
+Run: .venv/bin/python bench/class_burst.py [--students N] [--bursts B] [--follow] [--against TREE]
      [--codefyui BACKEND --codefyui-python PY]
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
+import re
 import signal
 import socket
 import statistics
@@ -79,10 +85,11 @@ def spent(before: tuple[float, float], after: tuple[float, float], runs: int) ->
 
 
 class Client:
-    """One student's HTTP/1.1 connection, kept alive, with their token (in ``auth``'s header)."""
+    """One student's HTTP/1.1 connection, kept alive, with their token (in ``auth``'s header);
+    ``follow``: their page follows each run they submit through its socket, as the editor does."""
 
-    def __init__(self, port: int, token: str, auth: str = "Authorization: Bearer "):
-        self.port, self.auth = port, auth + token
+    def __init__(self, port: int, token: str, auth: str = "Authorization: Bearer ", follow: bool = False):
+        self.port, self.token, self.auth, self.follow = port, token, auth + token, follow
 
     async def open(self) -> "Client":
         self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
@@ -101,10 +108,14 @@ class Client:
         started = time.perf_counter()
         status, body = await self.call("POST", "/api/runs", json.dumps({"graph": doc, "options": options}).encode())
         assert status == 202, (status, body)
+        page = asyncio.ensure_future(follow(self.port, self.token, body["run_id"])) if self.follow else None
         while True:
             _, run = await self.call("GET", f"/api/runs/{body['run_id']}?wait=30")
             if run["status"] not in ("queued", "running"):
-                return time.perf_counter() - started, run
+                seconds = time.perf_counter() - started
+                if page is not None:
+                    await page
+                return seconds, run
 
     def close(self) -> None:
         self.writer.close()
@@ -203,8 +214,35 @@ async def healthy(port: int, token: str, timeout: float = 120) -> dict:
     raise SystemExit("the server did not start with idle run workers")
 
 
-async def burst(port: int, tokens: list[str], doc: dict, options: dict) -> list[float]:
-    clients = [await Client(port, t).open() for t in tokens]
+_ENDED = re.compile(rb'class="run-status status-(?!running|queued)')
+
+
+async def follow(port: int, token: str, run_id: str, timeout: float = 60) -> None:
+    """A page following a run through its socket (with the token, as a script may): the
+    socket's frames until one shows the run ended."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    key = base64.b64encode(os.urandom(16)).decode()
+    writer.write(f"GET /ws/runs/{run_id}/?token={token} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                 f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+    try:
+        async with asyncio.timeout(timeout):
+            head = await reader.readuntil(b"\r\n\r\n")
+            assert b" 101 " in head.split(b"\r\n", 1)[0], head
+            while True:   # a server's frames are not masked
+                first, length = await reader.readexactly(2)
+                length &= 0x7F
+                if length >= 126:
+                    length = int.from_bytes(await reader.readexactly(2 if length == 126 else 8), "big")
+                payload = await reader.readexactly(length)
+                assert first & 0x0F != 8, f"the socket closed: {payload!r}"
+                if _ENDED.search(payload):
+                    return
+    finally:
+        writer.close()
+
+
+async def burst(port: int, tokens: list[str], doc: dict, options: dict, follow: bool = False) -> list[float]:
+    clients = [await Client(port, t, follow=follow).open() for t in tokens]
     results = await asyncio.gather(*(c.run(doc, options) for c in clients))
     for c in clients:
         c.close()
@@ -341,6 +379,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--bursts", type=int, default=5, help="bursts of each kind; the figures are their median")
+    parser.add_argument("--follow", action="store_true", help="each student's page follows their run through its "
+                        "socket, as the editor does (the figure is then class_burst_followed_p95_s)")
     parser.add_argument("--against", type=Path, metavar="TREE", help="another checkout of this project (git worktree "
                         "add), served side by side with its bursts in turns with this one's")
     parser.add_argument("--codefyui", type=Path, metavar="BACKEND", help="CodefyUI's backend/ folder, to burst side by side")
@@ -359,7 +399,7 @@ def main() -> None:
                 group = slice((2 * i + k) * n, (2 * i + k + 1) * n)
                 for s in servers if (i + k) % 2 == 0 else servers[::-1]:
                     before = cpu_ms(s.process.pid)
-                    times = asyncio.run(burst(s.port, s.tokens[group], cnn, options))
+                    times = asyncio.run(burst(s.port, s.tokens[group], cnn, options, args.follow))
                     runs[servers.index(s)][kind].append(
                         (statistics.median(times), percentile(times, 0.95), spent(before, cpu_ms(s.process.pid), n)))
         figures = [{kind: over_bursts(each) for kind, each in r.items()} for r in runs]
@@ -368,6 +408,7 @@ def main() -> None:
             spy.send_signal(signal.SIGINT)
             spy.wait(30)
     print(f"{n} students submit examples/cnn.json at once through the JSON API and wait with ?wait= "
+          f"{'(each page following its run through the run socket) ' if args.follow else ''}"
           f"({ours.workers['workers']} run workers, {os.cpu_count()} cores), {bursts} bursts of each kind")
     report("", figures[0], n)
     ratio = figures[0]["seeded"][1] / figures[0]["unseeded"][1]
@@ -385,7 +426,7 @@ def main() -> None:
               f"p95 {p95 / their_p95:.2f}×, CPU {sum(figures[0]['unseeded'][2]) / cpu:.2f}× (unseeded)")
     print(f"one walkthrough run alone ({ALONE_RUNS} one after another): median {alone:.3f} s, server CPU "
           f"{sum(alone_cpu):.1f} ms per run ({alone_cpu[0]:.1f} server process + {alone_cpu[1]:.1f} run workers)")
-    print(f"figure: class_burst_p95_s = {p95:.3f}")
+    print(f"figure: class_burst{'_followed' if args.follow else ''}_p95_s = {p95:.3f}")
 
 
 if __name__ == "__main__":
