@@ -248,7 +248,9 @@ async def test_a_sockets_reads_take_their_turn_with_the_requests(monkeypatch):
     from channels.routing import URLRouter
     from channels.testing import WebsocketCommunicator
 
-    from apps.runs.consumers import RunConsumer
+    from types import SimpleNamespace
+
+    from apps.runs import consumers
     from codefyui.routing import websocket_urlpatterns
     app = SyncStackASGIHandler()
     held, order = threading.Event(), []
@@ -260,11 +262,12 @@ async def test_a_sockets_reads_take_their_turn_with_the_requests(monkeypatch):
         return respond(self, scope, body_file)
 
     monkeypatch.setattr(SyncStackASGIHandler, "_respond", noted)
-    monkeypatch.setattr(RunConsumer, "_run", lambda self: order.append("socket"))   # finds no run: refused
+    monkeypatch.setattr(consumers, "find_visible", lambda *args: order.append("socket"))   # finds no run: refused
     burst = [asyncio.ensure_future(get(app, "/login/", [(b"cookie", b"sessionid=script")])) for _ in range(6)]
     await asyncio.sleep(0.1)
     socket = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/runs/00000000-0000-0000-0000-000000000001/",
                                    headers=[(b"cookie", b"sessionid=ada")])
+    socket.scope["user"] = SimpleNamespace(is_authenticated=True, pk=-1)
     connecting = asyncio.ensure_future(socket.connect(timeout=10))
     await asyncio.sleep(0.1)
     held.set()

@@ -41,14 +41,21 @@ class RunConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         push.remember_loop()
         self.run_id = str(self.scope["url_route"]["kwargs"]["run_id"])  # the canonical spelling events use
-        run = await in_turn(self.scope, self._run)
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4404)
+            return
+        # A run this process runs or ran lately is known without the database (a page follows
+        # the run it has just started); any other is looked up, in its turn.
+        run = service.known_run(user, self.run_id) or await in_turn(
+            self.scope, partial(find_visible, Run.objects, user, self.run_id))
         if run is None:
             await self.close(code=4404)  # not yours, or not there: nothing is sent
             return
         await self.channel_layer.group_add(push.group(self.run_id), self.channel_name)
-        await self.channel_layer.group_add(push.user_group(self.scope["user"].pk), self.channel_name)
+        await self.channel_layer.group_add(push.user_group(user.pk), self.channel_name)
         await self.accept()
-        await self.send(text_data=await in_turn(self.scope, partial(catch_up, self.run_id)))
+        await self.send(text_data=await in_turn(self.scope, partial(catch_up, run)))
         for oldest in _followers.add(self.scope["user"].pk, self.channel_name):
             await self.channel_layer.send(oldest, {"type": "socket.evicted"})
 
@@ -84,12 +91,6 @@ class RunConsumer(AsyncWebsocketConsumer):
             html += block_badges([node_id], statuses)
         if html:
             await self.send(text_data=html)
-
-    def _run(self):
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            return None
-        return find_visible(Run.objects, user, self.run_id)
 
 
 EVICTED = 4429   # a close code htmx's ws extension does not reconnect after
@@ -151,9 +152,9 @@ def block_badges(inner_ids: list[str], statuses: dict[str, dict]) -> str:
         "card": _Card(block, subgraphs.rolled_up_status(block, statuses)), "oob": True}) for block in sorted(blocks))
 
 
-def catch_up(run_id: str) -> str:
+def catch_up(run: Run) -> str:
     """Everything the page should show for the run now (after a (re)connect)."""
-    run = service.current(Run.objects.get(pk=run_id))  # what the recorder holds beyond the row
+    run = service.current(run)  # what the recorder holds beyond what was read
     parts = [render_to_string("editor/_badge.html", {"card": _Card(node_id, status), "oob": True})
              for node_id, status in run.nodes.items() if "/" not in node_id]
     parts.append(block_badges(list(run.nodes), run.nodes))

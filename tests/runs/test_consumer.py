@@ -176,6 +176,31 @@ async def test_an_event_reaches_the_page_without_a_hop_onto_the_request_thread(s
     await communicator.disconnect()
 
 
+async def test_a_page_following_the_run_it_started_connects_without_reading_the_database(student, monkeypatch):
+    """The run the page has just started is one this process runs: the socket finds it, and
+    catches up on it, from what the process holds; only another run is looked up."""
+    from types import SimpleNamespace
+
+    from apps.runs import consumers
+    run = await database_sync_to_async(Run.objects.create)(owner=student, status=Run.Status.RUNNING)
+    live = service._LiveRun(run, SimpleNamespace(run_id=str(run.pk)), None)
+    live.recorder.nodes = {"conv": {"status": "completed"}}
+    service._runs.live[str(run.pk)] = live
+
+    def no_lookup(*args):
+        raise AssertionError("the run was looked up in the database")
+    monkeypatch.setattr(consumers, "find_visible", no_lookup)
+    monkeypatch.setattr(Run.objects, "get", no_lookup)
+    try:
+        communicator = socket(student, run.pk)
+        connected, _ = await communicator.connect()
+        assert connected
+        assert 'id="badge-conv" class="badge badge-completed"' in await communicator.receive_from(timeout=5)
+        await communicator.disconnect()
+    finally:
+        service._runs.live.pop(str(run.pk), None)
+
+
 def token_socket(path, headers=()):
     from codefyui.routing import websocket_application
     return WebsocketCommunicator(websocket_application(), path, headers=list(headers))
