@@ -79,16 +79,18 @@ class RunConsumer(AsyncWebsocketConsumer):
         """Its user logged out: nothing more is streamed to this page."""
         await self.close(code=4401)
 
-    async def run_event(self, message):
-        html = fragment(message["event"])
-        node_id = message["event"].get("node_id") or ""
-        if "/" in node_id:  # a node inside a block: its block's card shows the rolled-up status
-            # from what this process holds of the run: an event of every inner node must not
-            # each take a turn on Django's one request thread (a preset is a block of many)
+    async def run_events(self, message):
+        """Events of the run (push.publish), as one frame of fragments."""
+        events = message["events"]
+        html = "".join(fragment(event) for event in events)
+        inner = [event["node_id"] for event in events if "/" in (event.get("node_id") or "")]
+        if inner:  # nodes inside a block: its block's card shows the rolled-up status,
+            # from what this process holds of the run: events of inner nodes must not each
+            # take a turn on Django's one request thread (a preset is a block of many)
             statuses = service.node_states(self.run_id)
             if statuses is None:
                 statuses = await in_turn(self.scope, partial(_row_states, self.run_id))
-            html += block_badges([node_id], statuses)
+            html += block_badges(inner, statuses)
         if html:
             await self.send(text_data=html)
 

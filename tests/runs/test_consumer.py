@@ -3,6 +3,7 @@ a (re)connect first catches up on everything so far."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 from channels.db import database_sync_to_async
@@ -128,7 +129,7 @@ async def _inner_event_shows(student, run, statuses_held: dict | None, monkeypat
         monkeypatch.setattr(consumers, "in_turn", no_request_thread)
     try:
         event = ev.Event(ev.NODE_ERROR, str(run.pk), "block-1/b", error="x", level="error")
-        await channel_layers["default"].group_send(push.group(str(run.pk)), {"type": "run.event", "event": event.to_dict()})
+        push.publish(event)
         return await receive_until(communicator, 'id="badge-block-1"')
     finally:
         service._runs.live.pop(str(run.pk), None)
@@ -170,7 +171,7 @@ async def test_an_event_reaches_the_page_without_a_hop_onto_the_request_thread(s
         raise AssertionError("a hop onto the request thread")
     monkeypatch.setattr(channels_consumer, "aclose_old_connections", no_hop)
     event = ev.Event(ev.NODE_COMPLETED, str(run.pk), "print", level="success", summary={})
-    await channel_layers["default"].group_send(push.group(str(run.pk)), {"type": "run.event", "event": event.to_dict()})
+    push.publish(event)
     seen = await receive_until(communicator, 'id="badge-print"')
     assert 'class="badge badge-completed"' in seen
     await communicator.disconnect()
@@ -199,6 +200,41 @@ async def test_a_page_following_the_run_it_started_connects_without_reading_the_
         await communicator.disconnect()
     finally:
         service._runs.live.pop(str(run.pk), None)
+
+
+async def test_events_taken_in_together_reach_the_page_as_one_frame_in_order(student):
+    """A worker's batch brings a run's events together: the page receives those its run's
+    reader took in while the event loop was busy as one frame, in their order."""
+    from apps.runs import push
+    from apps.runs.engine import events as ev
+    run = await database_sync_to_async(Run.objects.create)(owner=student, status=Run.Status.RUNNING)
+    communicator = socket(student, run.pk)
+    await communicator.connect()
+    await communicator.receive_from(timeout=5)   # the catch-up
+    for node in ("conv", "relu", "pool"):   # the loop is busy here: all three wait for it
+        push.publish(ev.Event(ev.NODE_COMPLETED, str(run.pk), node, level="success", summary={}))
+    frame = await communicator.receive_from(timeout=5)
+    assert frame.index('id="badge-conv"') < frame.index('id="badge-relu"') < frame.index('id="badge-pool"')
+    assert await communicator.receive_nothing(timeout=0.2)
+    await communicator.disconnect()
+
+
+async def test_more_events_at_once_than_a_channel_holds_all_reach_the_page(student):
+    """A graph of a hundred quick nodes makes its events faster than the page takes them in:
+    sent one message each, those past the channel's capacity (100) were dropped, the run's
+    end with them, and the page said Running… for ever."""
+    from apps.runs import push
+    from apps.runs.engine import events as ev
+    run = await database_sync_to_async(Run.objects.create)(owner=student, status=Run.Status.RUNNING)
+    communicator = socket(student, run.pk)
+    await communicator.connect()
+    await communicator.receive_from(timeout=5)   # the catch-up
+    for i in range(150):
+        push.publish(ev.Event(ev.NODE_COMPLETED, str(run.pk), f"n{i}", level="success", summary={}))
+    push.publish(ev.Event(ev.RUN_COMPLETED, str(run.pk), level="success"))
+    seen = await receive_until(communicator, "Run succeeded")
+    assert all(f'id="badge-n{i}"' in seen for i in range(150))
+    await communicator.disconnect()
 
 
 def token_socket(path, headers=()):
@@ -254,3 +290,27 @@ async def test_a_student_follows_a_bounded_number_of_runs_the_newest_kept(studen
     assert await opened[2].receive_nothing(timeout=0.2)
     for communicator in (opened[2], again, other):
         await communicator.disconnect()
+
+
+async def test_with_a_redis_layer_a_runs_events_go_in_order_from_a_thread_of_their_own(monkeypatch):
+    """A layer other than the in-memory one (Redis, scaled out) is called from one thread of
+    its own, never the run's reader, and events that come while a send is under way go
+    together: all of them, in order, in far fewer messages than events."""
+    from apps.runs import push
+    from apps.runs.engine import events as ev
+    sent, threads, gate = [], set(), threading.Event()
+
+    class Layer:
+        async def group_send(self, to, message):
+            threads.add(threading.current_thread().name)
+            gate.wait(5)   # a slow Redis: what comes meanwhile waits, together
+            sent.append((to, message))
+
+    monkeypatch.setattr(push, "get_channel_layer", lambda: Layer())
+    for i in range(150):
+        push.publish(ev.Event(ev.NODE_COMPLETED, "r1", f"n{i}", level="success"))
+    gate.set()
+    push._REDIS_SENDS.submit(lambda: None).result(5)   # everything handed over before it has gone
+    events = [e["node_id"] for to, message in sent for e in message["events"]]
+    assert events == [f"n{i}" for i in range(150)] and len(sent) <= 3
+    assert {to for to, _ in sent} == {"run-r1"} and threading.current_thread().name not in threads
