@@ -5,9 +5,8 @@ check: that check stops another site's page from using a browser's cookies, and 
 never sent by a browser on its own."""
 from __future__ import annotations
 
-from urllib.parse import parse_qs
-
 from functools import partial
+from urllib.parse import parse_qs
 
 from channels.auth import AuthMiddlewareStack
 from channels.routing import URLRouter

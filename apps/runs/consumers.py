@@ -9,7 +9,6 @@ sockets are kept; the oldest is told why in its log and closed."""
 from __future__ import annotations
 
 from collections import OrderedDict
-
 from functools import partial
 
 from channels.consumer import get_handler_name
@@ -56,7 +55,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(push.user_group(user.pk), self.channel_name)
         await self.accept()
         await self.send(text_data=await in_turn(self.scope, partial(catch_up, run)))
-        for oldest in _followers.add(self.scope["user"].pk, self.channel_name):
+        for oldest in _followers.add(user.pk, self.channel_name):
             await self.channel_layer.send(oldest, {"type": "socket.evicted"})
 
     async def disconnect(self, code):
