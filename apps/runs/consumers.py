@@ -79,7 +79,10 @@ class RunConsumer(AsyncWebsocketConsumer):
         await self.close(code=4401)
 
     async def run_events(self, message):
-        """Events of the run (push.publish), as one frame of fragments."""
+        """Events of the run (push.publish), as one frame: each event's badge, bar or log row,
+        in order, then the run's status once, as the newest of them says it (the page's script
+        reads a frame's first status: a run that starts and ends within one frame must not
+        read as still running)."""
         events = message["events"]
         html = "".join(fragment(event) for event in events)
         inner = [event["node_id"] for event in events if "/" in (event.get("node_id") or "")]
@@ -90,6 +93,7 @@ class RunConsumer(AsyncWebsocketConsumer):
             if statuses is None:
                 statuses = await in_turn(self.scope, partial(_row_states, self.run_id))
             html += block_badges(inner, statuses)
+        html += run_status(events)
         if html:
             await self.send(text_data=html)
 
@@ -123,7 +127,8 @@ _followers = _Followers()
 
 
 def fragment(event: dict) -> str:
-    """The HTML an event becomes: badge, log row and/or run status, each with hx-swap-oob."""
+    """The HTML an event becomes, but for the run's status (``run_status``): a node's badge or
+    progress bar and/or a log row, each with hx-swap-oob."""
     kind, node_id = event["kind"], event.get("node_id")
     parts = []
     if kind == ev.PROGRESS:  # the card's bar; a node inside a block has no card of its own, and
@@ -136,10 +141,17 @@ def fragment(event: dict) -> str:
     entry = ev.log_entry(ev.Event(**{k: v for k, v in event.items() if k in ev.Event.__dataclass_fields__}))
     if entry:
         parts.append(render_to_string("editor/_log_append.html", {"entry": entry}))
-    if kind == ev.RUN_STARTED or kind in ev.TERMINAL:
-        status = "running" if kind == ev.RUN_STARTED else ev.TERMINAL_STATUS[kind]
-        parts.append(render_to_string("editor/_run_status.html", {"run": _RunView(status, event), "oob": True}))
     return "".join(parts)
+
+
+def run_status(events: list[dict]) -> str:
+    """The run's status as the newest of these events that changes it says, or nothing."""
+    changes = [event for event in events if event["kind"] == ev.RUN_STARTED or event["kind"] in ev.TERMINAL]
+    if not changes:
+        return ""
+    event = changes[-1]
+    status = "running" if event["kind"] == ev.RUN_STARTED else ev.TERMINAL_STATUS[event["kind"]]
+    return render_to_string("editor/_run_status.html", {"run": _RunView(status, event), "oob": True})
 
 
 def _row_states(run_id: str) -> dict[str, dict]:

@@ -219,6 +219,23 @@ async def test_events_taken_in_together_reach_the_page_as_one_frame_in_order(stu
     await communicator.disconnect()
 
 
+async def test_a_run_that_starts_and_ends_within_one_frame_reads_as_ended(student):
+    """A frame carries the run's status once, as its newest event says it: the page's script
+    reads a frame's first status, and re-renders the editor only for a finished run."""
+    from apps.runs import push
+    from apps.runs.engine import events as ev
+    run = await database_sync_to_async(Run.objects.create)(owner=student, status=Run.Status.QUEUED)
+    communicator = socket(student, run.pk)
+    await communicator.connect()
+    await communicator.receive_from(timeout=5)   # the catch-up
+    push.publish(ev.Event(ev.RUN_STARTED, str(run.pk), data={"device": "cpu"}))
+    push.publish(ev.Event(ev.NODE_COMPLETED, str(run.pk), "print", level="success", summary={}))
+    push.publish(ev.Event(ev.RUN_COMPLETED, str(run.pk), level="success"))
+    frame = await communicator.receive_from(timeout=5)
+    assert frame.count('id="run-status"') == 1 and 'class="run-status status-succeeded"' in frame
+    await communicator.disconnect()
+
+
 async def test_more_events_at_once_than_a_channel_holds_all_reach_the_page(student):
     """A graph of a hundred quick nodes makes its events faster than the page takes them in:
     sent one message each, those past the channel's capacity (100) were dropped, the run's
