@@ -94,6 +94,8 @@ class RunConsumer(AsyncWebsocketConsumer):
                 statuses = await in_turn(self.scope, partial(_row_states, self.run_id))
             html += block_badges(inner, statuses)
         html += run_status(events)
+        if html and (count := service.log_length(self.run_id)) is not None:   # the panel's heading counts the rows
+            html += render_to_string("editor/_log_count.html", {"count": count, "oob": True})
         if html:
             await self.send(text_data=html)
 
@@ -172,6 +174,7 @@ def catch_up(run: Run) -> str:
              for node_id, status in run.nodes.items() if "/" not in node_id]
     parts.append(block_badges(list(run.nodes), run.nodes))
     parts.append(render_to_string("editor/_log.html", {"run": run, "oob": True}))
+    parts.append(render_to_string("editor/_log_count.html", {"count": len(run.log or []), "oob": True}))
     parts.append(render_to_string("editor/_run_status.html", {"run": run, "oob": True}))
     return "".join(parts)
 

@@ -358,6 +358,15 @@ def node_states(run_id) -> dict[str, dict[str, Any]] | None:
     return dict(ended.nodes or {}) if ended is not None else None
 
 
+def log_length(run_id) -> int | None:
+    """How many rows a run's log has, as ``node_states`` knows its nodes (None: not known here)."""
+    key = str(run_id)
+    live, ended = _runs.live.get(key), _runs.ended.get(key)
+    if live is not None:
+        return len(live.recorder.log)
+    return len(ended.log or []) if ended is not None else None
+
+
 def known_run(user, run_id) -> Run | None:
     """A run of the user's as this process knows it, without reading the database: one it
     runs now, or one of the last ENDED_KEPT it ended (whose row it wrote last). None for any

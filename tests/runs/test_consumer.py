@@ -236,6 +236,30 @@ async def test_a_run_that_starts_and_ends_within_one_frame_reads_as_ended(studen
     await communicator.disconnect()
 
 
+async def test_the_log_panels_count_follows_the_rows_pushed_to_it(student):
+    """The Execution Log's heading counts its rows: a frame that appends rows says how many the
+    run has now (it read 0 beside ten streamed rows), and so does a (re)connect's catch-up."""
+    from types import SimpleNamespace
+
+    from apps.runs import push
+    from apps.runs.engine import events as ev
+    run = await database_sync_to_async(Run.objects.create)(
+        owner=student, status=Run.Status.RUNNING, log=[{"node": "", "text": "Execution started", "level": "info"}])
+    communicator = socket(student, run.pk)
+    await communicator.connect()
+    assert '<span id="log-count" class="count" hx-swap-oob="true">1</span>' in await communicator.receive_from(timeout=5)
+    live = service._LiveRun(run, SimpleNamespace(run_id=str(run.pk)), None)
+    live.recorder.log = [{"text": f"row {i}"} for i in range(4)]
+    service._runs.live[str(run.pk)] = live
+    try:
+        push.publish(ev.Event(ev.LOG, str(run.pk), "print", text="[x] 1"))
+        frame = await communicator.receive_from(timeout=5)
+        assert "[x] 1" in frame and '<span id="log-count" class="count" hx-swap-oob="true">4</span>' in frame
+    finally:
+        service._runs.live.pop(str(run.pk), None)
+        await communicator.disconnect()
+
+
 async def test_more_events_at_once_than_a_channel_holds_all_reach_the_page(student):
     """A graph of a hundred quick nodes makes its events faster than the page takes them in:
     sent one message each, those past the channel's capacity (100) were dropped, the run's
