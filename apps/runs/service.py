@@ -351,8 +351,7 @@ def node_states(run_id) -> dict[str, dict[str, Any]] | None:
     it for every event of a node inside the block. Called on the event loop, so it takes no
     lock (the scheduler's is held while a job is sent, a recorder's while its row is
     written): a dict's lookup and copy are each atomic under the GIL."""
-    key = str(run_id)
-    live, ended = _runs.live.get(key), _runs.ended.get(key)
+    live, ended = _held(run_id)
     if live is not None:
         return dict(live.recorder.nodes)
     return dict(ended.nodes or {}) if ended is not None else None
@@ -360,11 +359,15 @@ def node_states(run_id) -> dict[str, dict[str, Any]] | None:
 
 def log_length(run_id) -> int | None:
     """How many rows a run's log has, as ``node_states`` knows its nodes (None: not known here)."""
-    key = str(run_id)
-    live, ended = _runs.live.get(key), _runs.ended.get(key)
+    live, ended = _held(run_id)
     if live is not None:
         return len(live.recorder.log)
     return len(ended.log or []) if ended is not None else None
+
+
+def _held(run_id) -> tuple[_LiveRun | None, Run | None]:
+    key = str(run_id)
+    return _runs.live.get(key), _runs.ended.get(key)
 
 
 def known_run(user, run_id) -> Run | None:
