@@ -48,7 +48,8 @@ def json_body(request: HttpRequest) -> Any:
 
 
 @functools.cache
-def _token_backend():
+def token_backend():
+    """The API token's backend (``settings.API_TOKEN_BACKEND``), loaded once."""
     return load_backend(settings.API_TOKEN_BACKEND)
 
 
@@ -60,7 +61,7 @@ def _token_user(request: HttpRequest):
     if not header.startswith("Bearer "):
         return None
     token = header[7:].strip()
-    return _token_backend().authenticate(request, api_token=token) or authenticate(request, api_token=token)
+    return token_backend().authenticate(request, api_token=token) or authenticate(request, api_token=token)
 
 
 def api(*methods: str) -> Callable:

@@ -16,9 +16,8 @@ from django.contrib.auth.models import AnonymousUser
 from django.http.request import split_domain_port, validate_host
 from django.urls import path, re_path
 
-from apps.accounts.backends import ApiTokenBackend
-
 from apps.runs.consumers import RunConsumer
+from codefyui.api import token_backend
 from codefyui.handler import in_turn
 
 websocket_urlpatterns = [
@@ -69,7 +68,7 @@ class TokenOrSession:
         if token is None:
             return await self.with_session(scope, receive, send)
         # the token backend itself: django-axes's backend, first in line, wants a request
-        user = await in_turn(scope, partial(ApiTokenBackend().authenticate, None, api_token=token))
+        user = await in_turn(scope, partial(token_backend().authenticate, None, api_token=token))
         return await self.with_token({**scope, "user": user or AnonymousUser()}, receive, send)
 
 

@@ -94,7 +94,8 @@ class RunConsumer(AsyncWebsocketConsumer):
                 statuses = await in_turn(self.scope, partial(_row_states, self.run_id))
             html += block_badges(inner, statuses)
         html += run_status(events)
-        if html and (count := service.log_length(self.run_id)) is not None:   # the panel's heading counts the rows
+        # the log panel's heading counts its rows; a frame of progress bars alone adds none
+        if any(event["kind"] != ev.PROGRESS for event in events) and (count := service.log_length(self.run_id)) is not None:
             html += render_to_string("editor/_log_count.html", {"count": count, "oob": True})
         if html:
             await self.send(text_data=html)

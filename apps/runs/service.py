@@ -351,23 +351,23 @@ def node_states(run_id) -> dict[str, dict[str, Any]] | None:
     it for every event of a node inside the block. Called on the event loop, so it takes no
     lock (the scheduler's is held while a job is sent, a recorder's while its row is
     written): a dict's lookup and copy are each atomic under the GIL."""
-    live, ended = _held(run_id)
-    if live is not None:
-        return dict(live.recorder.nodes)
-    return dict(ended.nodes or {}) if ended is not None else None
+    held = _held(run_id)
+    return None if held is None else dict(held[0])
 
 
 def log_length(run_id) -> int | None:
     """How many rows a run's log has, as ``node_states`` knows its nodes (None: not known here)."""
-    live, ended = _held(run_id)
-    if live is not None:
-        return len(live.recorder.log)
-    return len(ended.log or []) if ended is not None else None
+    held = _held(run_id)
+    return None if held is None else len(held[1])
 
 
-def _held(run_id) -> tuple[_LiveRun | None, Run | None]:
+def _held(run_id) -> tuple[dict[str, dict[str, Any]], list] | None:
+    """The nodes and log of a run this process runs now (its recorder's) or ended lately."""
     key = str(run_id)
-    return _runs.live.get(key), _runs.ended.get(key)
+    live, ended = _runs.live.get(key), _runs.ended.get(key)
+    if live is not None:
+        return live.recorder.nodes, live.recorder.log
+    return (ended.nodes or {}, ended.log or []) if ended is not None else None
 
 
 def known_run(user, run_id) -> Run | None:
