@@ -2,16 +2,20 @@
 socket belongs to: the user of the API token it brings (an `Authorization: Bearer` header or
 a `token` query parameter), else the browser session's. A token socket skips the origin
 check: that check stops another site's page from using a browser's cookies, and a token is
-never sent by a browser on its own."""
+never sent by a browser on its own. Either way the user is read on Django's request thread
+in the socket's turn among every request of the class (``handler.in_turn``)."""
 from __future__ import annotations
 
 from functools import partial
+from types import SimpleNamespace
 from urllib.parse import parse_qs
 
-from channels.auth import AuthMiddlewareStack
+from channels.middleware import BaseMiddleware
 from channels.routing import URLRouter
+from channels.sessions import SessionMiddlewareStack
 from channels.security.websocket import OriginValidator, WebsocketDenier
 from django.conf import settings
+from django.contrib import auth
 from django.contrib.auth.models import AnonymousUser
 from django.http.request import split_domain_port, validate_host
 from django.urls import path, re_path
@@ -72,6 +76,17 @@ class TokenOrSession:
         return await self.with_token({**scope, "user": user or AnonymousUser()}, receive, send)
 
 
+class SessionUser(BaseMiddleware):
+    """Channels' AuthMiddleware, but in turn: its own read of the session's user went to the
+    request thread ahead of every student waiting there, so a class opening its editors (or
+    a script opening sockets in a loop) pushed past the requests' round-robin turns."""
+
+    async def __call__(self, scope, receive, send):
+        # Django's get_user reads only request.session; the socket's session stands in.
+        user = await in_turn(scope, partial(auth.get_user, SimpleNamespace(session=scope["session"])))
+        return await super().__call__({**scope, "user": user}, receive, send)
+
+
 def websocket_application():
     router = URLRouter(websocket_urlpatterns)
-    return TokenOrSession(router, same_origin(AuthMiddlewareStack(router)))
+    return TokenOrSession(router, same_origin(SessionMiddlewareStack(SessionUser(router))))

@@ -17,7 +17,7 @@ from asgiref.testing import ApplicationCommunicator
 from daphne import cli, http_protocol
 from django.core.signals import request_finished
 from django.db import connection
-from django.http import StreamingHttpResponse
+from django.http import HttpRequest, StreamingHttpResponse
 
 from apps.accounts.models import ApiToken
 from codefyui import heavy, serving
@@ -275,6 +275,44 @@ async def test_a_sockets_reads_take_their_turn_with_the_requests(monkeypatch):
     assert all(status == 200 for status, _ in answers)
     assert await connecting == (False, 4404)
     # two were handed to the thread before the socket asked; one more script turn, then its read
+    assert order == ["script"] * 3 + ["socket"] + ["script"] * 3
+
+
+async def test_a_browser_sockets_session_user_is_read_in_its_turn(monkeypatch):
+    """A browser's socket reads its session's user in its turn among the requests: a script's
+    burst holds it up for one turn only, as it holds up a token socket's reads (Channels' own
+    AuthMiddleware read it on the request thread ahead of everyone waiting there)."""
+    from channels.testing import WebsocketCommunicator
+    from django.contrib import auth
+    from django.contrib.auth.models import AnonymousUser
+
+    from codefyui.routing import websocket_application
+    app = SyncStackASGIHandler()
+    held, order = threading.Event(), []
+    respond = SyncStackASGIHandler._respond
+
+    def noted(self, scope, body_file):
+        held.wait(5)
+        order.append("script")
+        return respond(self, scope, body_file)
+
+    def session_user(request):   # a request's own (the login page's) reads are the script's turn
+        if not isinstance(request, HttpRequest):
+            order.append("socket")
+        return AnonymousUser()
+
+    monkeypatch.setattr(SyncStackASGIHandler, "_respond", noted)
+    monkeypatch.setattr(auth, "get_user", session_user)
+    burst = [asyncio.ensure_future(get(app, "/login/", [(b"cookie", b"sessionid=script")])) for _ in range(6)]
+    await asyncio.sleep(0.1)
+    socket = WebsocketCommunicator(websocket_application(), "/ws/runs/00000000-0000-0000-0000-000000000001/",
+                                   headers=[(b"host", b"testserver"), (b"origin", b"http://testserver"),
+                                            (b"cookie", b"sessionid=ada")])
+    connecting = asyncio.ensure_future(socket.connect(timeout=10))
+    await asyncio.sleep(0.1)
+    held.set()
+    assert all(status == 200 for status, _ in await asyncio.gather(*burst))
+    assert await connecting == (False, 4404)   # no one's run: refused
     assert order == ["script"] * 3 + ["socket"] + ["script"] * 3
 
 

@@ -112,3 +112,31 @@ async def test_logging_out_closes_that_users_open_sockets(student, stranger, run
     assert await mine.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
     assert await other.receive_nothing(timeout=0.2)  # another student's socket stays open
     await other.disconnect()
+
+
+def session_socket(path, cookie: str | None, origin="http://testserver"):
+    """A socket through the server's whole socket application, as a browser opens it."""
+    from codefyui.routing import websocket_application
+    headers = [(b"host", b"testserver"), (b"origin", origin.encode())]
+    if cookie is not None:
+        headers.append((b"cookie", f"sessionid={cookie}".encode()))
+    return WebsocketCommunicator(websocket_application(), path, headers=headers)
+
+
+async def test_a_browser_session_opens_the_socket_of_its_own_run_only(student, stranger, run):
+    """The session's user is read from the browser's cookie: its own run's socket opens, another
+    student's run, an unknown session and no cookie are refused."""
+    theirs = await database_sync_to_async(Run.objects.create)(owner=stranger, status=Run.Status.RUNNING)
+    browser = Client()
+    await database_sync_to_async(browser.force_login)(student)
+    cookie = browser.cookies["sessionid"].value
+    mine = session_socket(f"/ws/runs/{run.pk}/", cookie)
+    assert (await mine.connect())[0]
+    assert 'id="run-status"' in await mine.receive_from(timeout=5)
+    await mine.disconnect()
+    for path, sent in ((f"/ws/runs/{theirs.pk}/", cookie), (f"/ws/runs/{run.pk}/", "not-a-session"),
+                       (f"/ws/runs/{run.pk}/", None)):
+        connected, code = await session_socket(path, sent).connect()
+        assert not connected and code == 4404, (path, sent)
+    connected, _ = await session_socket(f"/ws/runs/{run.pk}/", cookie, origin="http://evil.example").connect()
+    assert not connected
