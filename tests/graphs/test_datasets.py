@@ -183,6 +183,8 @@ def test_synthetic_sets_are_deterministic_by_seed(ctx, type_key):
     _datasets.shapes_with_masks.cache_clear()
     assert torch.equal(first, images(1))
     assert not torch.equal(first, images(2))
+    # any whole number is a seed, as for every other node: a negative one is folded into range
+    assert torch.equal(images(-1), images(-1)) and not torch.equal(images(-1), first)
 
 
 def test_synthetic_sets_respect_the_element_limit(ctx):

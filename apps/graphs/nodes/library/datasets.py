@@ -9,7 +9,7 @@ from codefyui import conf
 
 from ..base import NodeError, Param, Port, register
 from . import _datasets as sets
-from ._helpers import LibraryNode, shape_str
+from ._helpers import LibraryNode, random_state, shape_str
 
 CATEGORY = "Data"
 DATASET_IN = (Port("dataset", "DATASET"),)
@@ -68,7 +68,7 @@ class SyntheticShapes(LibraryNode):
     def run(self, ctx, params, **inputs):
         size, count = params["image_size"], params["n_samples"]
         ctx.check_size(count * size * size, "SyntheticShapes' images")
-        return {"dataset": sets.blobs(count, size, params["seed"])}
+        return {"dataset": sets.blobs(count, size, random_state(params["seed"]))}
 
 
 @register
@@ -94,7 +94,7 @@ class SyntheticSegmentation(LibraryNode):
     def run(self, ctx, params, **inputs):
         size, count = params["image_size"], params["n_samples"]
         ctx.check_size(count * size * size, "SyntheticSegmentation's images")
-        return {"dataset": sets.shapes_with_masks(count, size, params["noise"], params["seed"])}
+        return {"dataset": sets.shapes_with_masks(count, size, params["noise"], random_state(params["seed"]))}
 
 
 @register
