@@ -38,6 +38,9 @@ class Port:
 
 # -- params -----------------------------------------------------------------------------
 
+INT_RANGE = (-2**31, 2**31 - 1)   # an int param's values, unless it says otherwise
+
+
 class ParamError(ValueError):
     """A param value that cannot be used; the message names the param."""
 
@@ -94,10 +97,13 @@ class Param:
         elif self.kind == "layers":
             if not isinstance(value, (str, dict, list)):
                 raise ParamError(f"'{name}' must be a layer graph, not {type(value).__name__}")
-        if self.min is not None and value < self.min:
-            raise ParamError(f"'{name}' value {value} is below minimum {_fmt(self.min)}")
-        if self.max is not None and value > self.max:
-            raise ParamError(f"'{name}' value {value} is above maximum {_fmt(self.max)}")
+        low, high = self.min, self.max
+        if self.kind == "int":   # past 32 bits torch's kernels overflow, with messages no student can read
+            low, high = (INT_RANGE[0] if low is None else low), (INT_RANGE[1] if high is None else high)
+        if low is not None and value < low:
+            raise ParamError(f"'{name}' value {value} is below minimum {_fmt(low)}")
+        if high is not None and value > high:
+            raise ParamError(f"'{name}' value {value} is above maximum {_fmt(high)}")
         return value
 
     def describe(self) -> dict[str, Any]:

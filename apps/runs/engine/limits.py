@@ -19,6 +19,7 @@ Linear, Activation) has that one shape checked instead: the guard's ~10-40 µs a
 from __future__ import annotations
 
 import math
+import re
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -123,13 +124,24 @@ def _largest_result(func, args: tuple, kwargs: dict[str, Any]) -> Any:
             if name in meta_kwargs:
                 meta_kwargs[name] = None
         shape = _largest(func(*_to_meta(args), **meta_kwargs))
-    except Exception:  # data-dependent, no meta kernel, or an error the real op reports better
-        shape = _UNKNOWN
+    except Exception as exc:  # data-dependent, no meta kernel, or an error the real op reports better
+        shape = _overflowed(exc)
     if key is not None:
         if len(_memo) >= _MEMO_SIZE:
             _memo.clear()
         _memo[key] = shape
     return shape
+
+
+def _overflowed(exc: Exception) -> Any:
+    """The shape a meta run refused because its size overflows 64 bits (a ConvTranspose2d of
+    stride 2**31 - 1): far past any limit, and the real op would fail with a message no
+    student can read. _UNKNOWN for any other error."""
+    sizes = _OVERFLOWED.search(str(exc))
+    return tuple(int(n) for n in sizes[1].split(",")) if sizes else _UNKNOWN
+
+
+_OVERFLOWED = re.compile(r"size calculation overflowed with sizes=\[([\d, ]+)\]")
 
 
 def _describe(x: Any) -> Any:

@@ -104,6 +104,12 @@ class ConvTranspose2d(LibraryNode):
         check_channels(x, -3, c_in, "in_channels")
         if extra >= stride:
             raise NodeError(f"'output_padding' = {extra} must be smaller than stride={stride}")
+        side = min(x.shape[-2:])
+        if (side - 1) * stride + k + extra - 2 * pad < 1:   # the result's smaller side
+            raise NodeError(f"ConvTranspose2d: padding {pad} trims away the whole result: an input "
+                            f"side of {side} grows to {(side - 1) * stride + k + extra} before padding "
+                            f"trims {pad} from each end; use a padding below "
+                            f"{((side - 1) * stride + k + extra + 1) // 2}")
         layer = build_layer(ctx, c_in * c_out * k * k + c_out, "ConvTranspose2d weights",
                             lambda: nn.ConvTranspose2d(c_in, c_out, k, stride, pad, extra))
         return {"tensor": layer(to_layer_dtype(x, layer))}

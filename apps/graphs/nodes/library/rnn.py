@@ -95,8 +95,9 @@ class _Recurrent(LibraryNode):
                   else "[seq, batch, input_size]") + " (or [seq, input_size])"
         need_rank(tensor, (2, 3), self.type, layout)
         _last_size(tensor, n_in, "input_size", self.type)
-        weights = sum(self.gates * n_hidden * ((n_in if i == 0 else n_hidden * directions)
-                                               + n_hidden + 2) for i in range(layers)) * directions
+        # the first layer reads the input, each later one the layer below (both directions' outputs)
+        per_gate = (n_in + n_hidden + 2) + (layers - 1) * (n_hidden * directions + n_hidden + 2)
+        weights = self.gates * n_hidden * per_gate * directions
         layer = build_layer(ctx, weights, f"{self.type} weights", lambda: self.module(
             n_in, n_hidden, num_layers=layers, batch_first=params["batch_first"],
             bidirectional=params["bidirectional"]))
