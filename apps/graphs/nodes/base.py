@@ -77,13 +77,13 @@ class Param:
         elif self.kind == "bool":
             if isinstance(value, str):
                 if value.strip().lower() not in ("true", "false", "1", "0", "on", "off", ""):
-                    raise ParamError(f"'{name}' must be true or false, not {value!r}")
+                    raise ParamError(f"'{name}' must be true or false, not {_shown(value)}")
                 value = value.strip().lower() in ("true", "1", "on")
             value = bool(value)
         elif self.kind == "select":
             value = str(value)
             if value not in self.options:
-                raise ParamError(f"'{name}' must be one of {', '.join(self.options)}, not {value!r}")
+                raise ParamError(f"'{name}' must be one of {', '.join(self.options)}, not {_shown(value)}")
         elif self.kind in ("string", "code"):
             value = value if isinstance(value, str) else str(value)
             if self.kind == "code":  # a form's textarea sends CRLF line ends
@@ -111,22 +111,28 @@ class Param:
                 "min": self.min, "max": self.max, "options": list(self.options)}
 
 
+def _shown(value: Any) -> str:
+    """A refused value as a message quotes it: a pasted wall of text is cut."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}…"
+
+
 def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
 def _number(value: Any, name: str, kind: type) -> Any:
     if isinstance(value, bool):
-        raise ParamError(f"'{name}' must be a number, not {value!r}")
+        raise ParamError(f"'{name}' must be a number, not {_shown(value)}")
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ParamError(f"'{name}' must be a number, not {value!r}") from None
+        raise ParamError(f"'{name}' must be a number, not {_shown(value)}") from None
     if not math.isfinite(number):
-        raise ParamError(f"'{name}' must be a finite number, not {value!r}")
+        raise ParamError(f"'{name}' must be a finite number, not {_shown(value)}")
     if kind is int:
         if not number.is_integer():
-            raise ParamError(f"'{name}' must be a whole number, not {value!r}")
+            raise ParamError(f"'{name}' must be a whole number, not {_shown(value)}")
         return int(number)
     return number
 

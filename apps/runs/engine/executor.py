@@ -504,10 +504,10 @@ class _Runner:
             seconds = time.perf_counter() - started
             return "ok", outputs, ctx, seconds, self.summaries(outputs)
         except (NodeError, ParamError) as exc:
-            return "error", str(exc), ctx, time.perf_counter() - started, None
+            return "error", readable(str(exc)), ctx, time.perf_counter() - started, None
         except Exception as exc:  # a torch error or a bug in a node: say it plainly, log the rest
             log.warning("node %s (%s) failed\n%s", node.id, node.type, traceback.format_exc())
-            return "error", _plain(exc), ctx, time.perf_counter() - started, None
+            return "error", readable(_plain(exc)), ctx, time.perf_counter() - started, None
 
     def _inputs(self, node: PlannedNode) -> dict[str, Any]:
         values = {p.name: None for p in node.cls.inputs if p.optional}
@@ -641,6 +641,17 @@ def _summaries(outputs: dict[str, Any]) -> dict[str, Any]:
 def _log(emit: Emit, outcome: RunOutcome, run_id: str, node_id: str | None, text: str, level: str = "info") -> None:
     outcome.log.append(text)
     emit(ev.Event(ev.LOG, run_id, node_id, text=text, level=level))
+
+
+ERROR_CHARS = 600   # a node's message past this keeps its start and its end (the hint)
+
+
+def readable(message: str) -> str:
+    """A node's message as a card and a log row show it: one that echoes a 15,000-character
+    param back (a pasted list of columns) keeps what it says first and the advice at its end."""
+    if len(message) <= ERROR_CHARS:
+        return message
+    return f"{message[:ERROR_CHARS * 2 // 3]} … {message[-ERROR_CHARS // 4:]}"
 
 
 def _plain(exc: Exception) -> str:
