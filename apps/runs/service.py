@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import re
 import os
 import threading
 import time
@@ -59,24 +60,33 @@ _OPTION_FIELDS = {"record": "record_outputs", "verbose": "verbose_internals",
                   "deterministic": "deterministic", "device": "device", "persist_weights": "persist_weights"}
 
 
+_DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d{1,2})?", re.IGNORECASE)   # what a request may name
+
+
 def run_options(doc: dict[str, Any], overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The options a run uses: the document's settings, then what the request sends."""
     settings = run_settings(doc)
     options = {name: settings[key] for name, key in _OPTION_FIELDS.items()}
     problems = []
+    unknown = [name for name in (overrides or {}) if name not in _OPTION_FIELDS]
+    if unknown:   # named once, however many a script sent
+        shown = ", ".join(f"'{name[:40]}'" for name in unknown[:3])
+        more = f" and {len(unknown) - 3:,} more" if len(unknown) > 3 else ""
+        problems.append(f"Unknown run option{'s' if len(unknown) > 1 else ''} {shown}{more}; "
+                        f"a run takes {', '.join(_OPTION_FIELDS)}")
     for name, value in (overrides or {}).items():
         if name not in _OPTION_FIELDS:
-            problems.append(f"Unknown run option '{name}'")
+            continue
         elif name == "seed":
             try:
                 options["seed"] = seed_value(value)
             except ValueError as exc:
                 problems.append(f"seed {exc}")
         elif name == "device":
-            if not isinstance(value, str) or not value.strip():
-                problems.append("device must be text such as 'cpu' or 'cuda'")
+            if not isinstance(value, str) or not _DEVICE.fullmatch(value.strip()):
+                problems.append("device must be auto, cpu, cuda, cuda:0 (or another GPU's number) or mps")
             else:
-                options["device"] = value.strip()
+                options["device"] = value.strip().lower()
         elif not isinstance(value, bool):
             problems.append(f"{name} must be true or false")
         else:

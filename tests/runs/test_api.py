@@ -142,7 +142,28 @@ def test_bad_run_options_are_refused(student_client, graph):
     response = post(student_client, "/api/runs", {"graph": graph.pk, "options": {"seed": "x", "warp": True}})
     assert response.status_code == 400
     assert set(response.json()["problems"]) == {"seed must be a whole number or blank, not 'x'",
-                                                "Unknown run option 'warp'"}
+                                                "Unknown run option 'warp'; a run takes record, verbose, gradients, "
+                                                "auto_loss, seed, deterministic, device, persist_weights"}
+
+
+def test_a_scripts_flood_of_options_is_refused_in_a_few_words(student_client, graph):
+    """Thousands of unknown options, a pasted wall of text for a name or a device: one short
+    problem each, nothing echoed whole, no run."""
+    options = {"x" * 5000: 1, **{f"k{i}": 1 for i in range(3000)}, "device": "cuda" * 2500}
+    response = post(student_client, "/api/runs", {"graph": graph.pk, "options": options})
+    assert response.status_code == 400 and len(response.content) < 1000
+    assert response.json()["problems"] == [
+        f"Unknown run options '{'x' * 40}', 'k0', 'k1' and 2,998 more; a run takes record, verbose, gradients, "
+        "auto_loss, seed, deterministic, device, persist_weights",
+        "device must be auto, cpu, cuda, cuda:0 (or another GPU's number) or mps"]
+    assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize("device", ["auto", "CPU", " cuda ", "cuda:1", "mps"])
+def test_a_device_a_server_may_have_is_taken(student_client, graph, device):
+    response = post(student_client, "/api/runs", {"graph": graph.pk, "options": {"device": device}})
+    assert response.status_code == 202
+    assert Run.objects.get().options["device"] == device.strip().lower()
 
 
 @pytest.mark.parametrize("seed", ["9" * 5000, "²", 10**19])

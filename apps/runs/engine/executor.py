@@ -114,7 +114,7 @@ def resolve_device(requested: str | None) -> tuple[torch.device, str | None]:
     backend = name.split(":")[0]
     if backend in ("cuda", "mps"):
         return torch.device("cpu"), f"No {backend} on this server. Runs fall back to CPU."
-    return torch.device("cpu"), f"Unknown device '{requested}'. Runs fall back to CPU."
+    return torch.device("cpu"), f"Unknown device '{requested[:40]}'. Runs fall back to CPU."
 
 
 def node_seed(seed: int, node_id: str) -> int:
