@@ -29,11 +29,6 @@ def owner(django_user_model):
     return django_user_model.objects.create_user("owner-q7xmarker")
 
 
-@pytest.fixture
-def other(django_user_model):
-    return django_user_model.objects.create_user("other-k2z")
-
-
 @pytest.mark.django_db
 @pytest.mark.parametrize("template, view", HTTP_ROUTES, ids=[t or "/" for t, _ in HTTP_ROUTES])
 def test_junk_in_every_field_is_answered_below_500_and_loses_nothing(template, view, theirs, owner, fresh_store):

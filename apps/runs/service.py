@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import re
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -75,9 +75,7 @@ def run_options(doc: dict[str, Any], overrides: dict[str, Any] | None = None) ->
         problems.append(f"Unknown run option{'s' if len(unknown) > 1 else ''} {shown}{more}; "
                         f"a run takes {', '.join(_OPTION_FIELDS)}")
     for name, value in (overrides or {}).items():
-        if name not in _OPTION_FIELDS:
-            continue
-        elif name == "seed":
+        if name == "seed":
             try:
                 options["seed"] = seed_value(value)
             except ValueError as exc:
@@ -87,6 +85,8 @@ def run_options(doc: dict[str, Any], overrides: dict[str, Any] | None = None) ->
                 problems.append("device must be auto, cpu, cuda, cuda:0 (or another GPU's number) or mps")
             else:
                 options["device"] = value.strip().lower()
+        elif name not in _OPTION_FIELDS:
+            continue   # named above
         elif not isinstance(value, bool):
             problems.append(f"{name} must be true or false")
         else:
