@@ -8,7 +8,10 @@ Real server as in bench/class_burst.py (Daphne on a free loopback port, its own 
 three run workers so each of the three students has one. Then, on a server with a 2-core
 machine's default pool (two workers and two spares), A and B both start the long run and C's
 tiny runs are timed again: once the long runs have held both workers for LONG_RUN_S, a
-spare takes C's (before spares, C waited until a long run ended).
+spare takes C's (before spares, C waited until a long run ended). Then four students, as many
+as that pool's workers and spares, each run the digit lesson with 1000 epochs where 5 were
+meant, and C's tiny run is timed once more, for at most FULL_POOL_WAIT_S: NOT MET today (it
+waits until one of them ends, up to CODEFYUI_RUN_TIMEOUT_S); the printed line says so.
 
 Last, student A's script sends FLOOD requests at once (GET /api/graphs, each on its own
 connection) and C asks for the editor page meanwhile: Django's one request thread is taken
@@ -34,6 +37,7 @@ import sys
 import time
 
 from class_burst import ROOT, Client, percentile, running, server_env, session_lines
+from class_burst import accounts as class_accounts
 
 TINY_RUNS, PAGES = 5, 20
 FLOOD, FLOODS = 200, 5
@@ -191,6 +195,47 @@ async def spare_scenario(port: int, tokens: list[str], matmuls: int) -> tuple[li
     return tiny, overlapped
 
 
+FULL_POOL_WAIT_S = 20
+
+
+async def full_pool_scenario(port: int, tokens: list[str]) -> tuple[float, dict]:
+    """Four students each start the digit lesson with 1000 epochs: every worker and spare holds
+    a run of minutes. C's tiny run: (seconds until it ended or FULL_POOL_WAIT_S passed, the run
+    then). The long runs are stopped at the end."""
+    digits = json.loads((ROOT / "examples" / "train-digits.json").read_text())
+    for node in digits["nodes"]:
+        if node["type"] == "TrainingLoop":
+            node["data"]["params"]["epochs"] = 1000
+    walkthrough = json.loads((ROOT / "examples" / "walkthrough.json").read_text())
+    long_runs = []
+    for token in tokens[:4]:
+        client = await Client(port, token).open()
+        status, body = await client.call("POST", "/api/runs", json.dumps({"graph": digits}).encode())
+        assert status == 202, body
+        long_runs.append((client, body["run_id"]))
+    await asyncio.sleep(3)   # past LONG_RUN_S: the spares have taken the third and fourth
+    c = await Client(port, tokens[4]).open()
+    started = time.perf_counter()
+    _, body = await c.call("POST", "/api/runs", json.dumps({"graph": walkthrough}).encode())
+    while True:
+        _, run = await c.call("GET", f"/api/runs/{body['run_id']}?wait=5")
+        waited = time.perf_counter() - started
+        if run["status"] not in ("queued", "running") or waited > FULL_POOL_WAIT_S:
+            break
+    for client, run_id in long_runs:
+        await client.call("POST", f"/api/runs/{run_id}/cancel")
+        client.close()
+    c.close()
+    return waited, run
+
+
+def full_pool() -> tuple[float, dict]:
+    var, env = server_env("codefyui-full-pool-", CODEFYUI_RUN_WORKERS="2", CODEFYUI_MAX_CONCURRENT_RUNS="4")
+    tokens = class_accounts(env, 5)
+    with running(var, env, tokens[0]) as (_, port, _):
+        return asyncio.run(full_pool_scenario(port, tokens))
+
+
 def spares(matmuls: int) -> tuple[list[float], bool]:
     """The scenario above on a server with two workers and two spares (a 2-core server's default)."""
     var, env = server_env("codefyui-spares-", CODEFYUI_RUN_WORKERS="2", CODEFYUI_MAX_CONCURRENT_RUNS="4")
@@ -232,6 +277,12 @@ def main() -> None:
           f"(two spares, {'both still computing' if overlapped else 'A or B FINISHED'} at the end): "
           f"median {statistics.median(tiny):.3f} s, max {max(tiny):.3f} s (the first waits until the long runs "
           "have held their workers long enough for a spare: workers.LONG_RUN_S)")
+    waited, run = full_pool()
+    ended = run["status"] not in ("queued", "running")
+    print(f"student C's walkthrough run while four students hold every worker and spare with the digit lesson at "
+          f"1000 epochs: {run['status']} after {waited:.1f} s"
+          + ("" if ended else f" (place {run['queue_place']} in the queue: NOT MET, it waits until one of the long "
+                              "runs ends, up to CODEFYUI_RUN_TIMEOUT_S)"))
     print(f"figure: isolation_tiny_run_extra_s = {max(loaded['tiny']) - tiny_alone:.3f}")
 
 
