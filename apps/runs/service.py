@@ -178,7 +178,9 @@ class _Scheduler:
             self._fail_queued(workers.NO_WORKERS)
             return
         with self.lock:
-            while self.queue and self.computing < max(1, conf.MAX_CONCURRENT_RUNS) and self.executor.free():
+            # a run paused for a stand-in worker holds its place but computes nothing (WorkerPool)
+            while (self.queue and self.computing - self.executor.paused() < max(1, conf.MAX_CONCURRENT_RUNS)
+                   and self.executor.free()):
                 live = self.queue.pop()
                 self.computing += 1
                 assignment = workers.Assignment(_with_hits(live), live.recorder, get_store(), live.cache, self._ended)
@@ -257,7 +259,8 @@ def start_workers(size: int | None = None, spares: int | None = None) -> workers
     computing = max(1, min(size, conf.MAX_CONCURRENT_RUNS))
     spares = max(0, conf.MAX_CONCURRENT_RUNS - size) if spares is None else spares
     threads = max(1, (os.cpu_count() or 1) // computing)
-    pool = workers.WorkerPool(size, conf.RUN_MEMORY_MAX_MB, threads, _runs.dispatch, spares)
+    pool = workers.WorkerPool(size, conf.RUN_MEMORY_MAX_MB, threads, _runs.dispatch, spares,
+                              waiting=lambda: bool(_runs.queue))
     with _runs.lock:
         previous, _runs.executor = _runs.executor, pool
     previous.close()
@@ -626,8 +629,8 @@ def worker_usage() -> dict[str, int]:
         executor = _runs.executor
         pool = executor if isinstance(executor, workers.WorkerPool) else None
         return {"workers": len(pool.pids()) if pool else 0, "spares": pool.spares if pool else 0,
-                "idle": pool.idle() if pool else executor.free(), "computing": _runs.computing,
-                "queued": len(_runs.queue)}
+                "idle": pool.idle() if pool else executor.free(), "computing": _runs.computing - executor.paused(),
+                "paused": executor.paused(), "queued": len(_runs.queue)}
 
 
 def cache_usage() -> dict[str, int]:

@@ -475,6 +475,9 @@ class InProcessExecutor:
     def free(self) -> int:
         return 0 if self._busy else 1
 
+    def paused(self) -> int:
+        return 0
+
     def run(self, assignment: Assignment) -> bool:
         with self._lock:
             if self._busy:
@@ -505,8 +508,9 @@ class InProcessExecutor:
 
 
 class _Worker:
-    def __init__(self, process, wire: Wire, spare: bool):
-        self.process, self.wire, self.spare = process, wire, spare
+    def __init__(self, process, wire: Wire, spare: bool, stand_in: bool = False):
+        self.process, self.wire, self.spare, self.stand_in = process, wire, spare, stand_in
+        self.paused_since: float | None = None   # when the pool stopped it (SIGSTOP) for a stand-in
         self.ready = False
         self.retiring = False
         self.assignment: Assignment | None = None
@@ -516,6 +520,13 @@ class _Worker:
 
     def send(self, *message) -> None:
         self.wire.send(message)
+
+
+def _signal(worker: _Worker, sig: int) -> None:
+    try:
+        os.kill(worker.process.pid, sig)
+    except ProcessLookupError:
+        pass   # it ended meanwhile: its reader fails its run
 
 
 def _tell(worker: _Worker, *message) -> None:
@@ -530,11 +541,21 @@ class WorkerPool:
     and ``spares`` more take one only while every other worker has held its run for
     LONG_RUN_S, so that runs a student made far too long (10,000 epochs where 10 were meant)
     cannot hold the whole class's runs back until their deadline. The cores are then shared
-    by more runs for a while; a burst of short runs never reaches the spares."""
+    by more runs for a while; a burst of short runs never reaches the spares.
 
-    def __init__(self, size: int, memory_max_mb: int, threads: int, on_free: Callable[[], None], spares: int = 0):
+    When even the spares hold long runs and runs wait (as many students as workers typed 1000
+    epochs where 5 were meant), the run held longest is paused (SIGSTOP: it computes nothing,
+    keeps its memory, and its deadline runs on) and a stand-in worker is started for the queue.
+    Once nothing waits, idle stand-ins exit and paused runs resume, while fewer than
+    ``size + spares`` compute: runs computing at once stay within that bound. A paused run keeps
+    its memory, so at most half that many are paused at once (the memory cap's default shares
+    half the machine among the runs computing at once)."""
+
+    def __init__(self, size: int, memory_max_mb: int, threads: int, on_free: Callable[[], None], spares: int = 0,
+                 waiting: Callable[[], bool] = lambda: False):
         self.size, self.memory_max_mb, self.threads, self._on_free = size, memory_max_mb, threads, on_free
         self.spares = spares
+        self._waiting = waiting   # whether runs wait in the scheduler's queue
         self._spares_open = False   # whether the spares may take runs (the watcher tells the scheduler once)
         self._ctx = torch_mp.get_context("spawn")
         self._workers: list[_Worker] = []
@@ -559,6 +580,11 @@ class WorkerPool:
         """Workers started and holding no run, spares included."""
         with self._lock:
             return len(self._idle())
+
+    def paused(self) -> int:
+        """Runs paused for a stand-in: they hold a worker but compute nothing."""
+        with self._lock:
+            return sum(w.paused_since is not None for w in self._workers)
 
     def _idle(self) -> list[_Worker]:
         return [w for w in self._workers if w.ready and not w.retiring and w.assignment is None]
@@ -629,7 +655,7 @@ class WorkerPool:
             worker.process.join(5)
             worker.reader.join(5)  # it has seen the end of its worker's socket
 
-    def _spawn(self, spare: bool) -> None:
+    def _spawn(self, spare: bool, stand_in: bool = False) -> None:
         ours, theirs = socket.socketpair()
         process = self._ctx.Process(target=worker_main, args=(theirs, self.threads), name="codefyui-run-worker")
         process.start()
@@ -637,7 +663,7 @@ class WorkerPool:
         # on a busy machine the server's page requests come first.
         os.setpriority(os.PRIO_PROCESS, process.pid, NICE)
         theirs.close()     # the server keeps only its own end, so it sees EOF when a worker ends
-        worker = _Worker(process, Wire(ours), spare)
+        worker = _Worker(process, Wire(ours), spare, stand_in)
         with self._lock:
             self._workers.append(worker)
             closing = self._closing
@@ -668,6 +694,9 @@ class WorkerPool:
                 with self._lock:
                     assignment, worker.assignment = worker.assignment, None
                     worker.retiring = message[2]
+                    paused, worker.paused_since = worker.paused_since is not None, None
+                if paused:   # its run ended just as it was paused: a free worker computes nothing anyway
+                    _signal(worker, signal.SIGCONT)
                 if assignment is not None:
                     assignment.end()
                 if worker.retiring:
@@ -686,7 +715,7 @@ class WorkerPool:
             self._workers.remove(worker)
         if assignment is not None:
             assignment.end(*(worker.ending or (ev.RUN_FAILED, WORKER_STOPPED)))
-        if self._closing:
+        if self._closing or worker.stand_in:   # a stand-in was one more than the pool keeps
             return
         if not worker.ready:  # it never started (a broken install?): do not spin
             log.error("a run worker exited during start-up with code %s", worker.process.exitcode)
@@ -696,14 +725,46 @@ class WorkerPool:
         self.replaced += 1
         self._spawn(worker.spare)
 
+    def _relieve(self, now: float) -> None:
+        """Pause the longest-held of the long runs for a stand-in while runs wait and every
+        computing worker holds a long one; once nothing waits, retire idle stand-ins and
+        resume paused runs (see the class docstring)."""
+        waiting = self._waiting()
+        with self._lock:
+            live = [w for w in self._workers if not w.retiring and w.ending is None]
+            paused = [w for w in live if w.paused_since is not None]
+            computing = [w for w in live if w.assignment is not None and w.paused_since is None]
+            lanes = self.size + self.spares
+            pause = resume = None
+            retire = []
+            if waiting:
+                starting = any(w.stand_in and not w.ready for w in live)
+                held_long = all(now - w.assignment.handed_over >= LONG_RUN_S for w in computing)
+                if computing and held_long and not starting and not self._takers() and len(paused) < max(1, lanes // 2):
+                    pause = min(computing, key=lambda w: w.assignment.handed_over)
+                    pause.paused_since = now
+            else:
+                retire = [w for w in live if w.stand_in and w.ready and w.assignment is None]
+                for worker in retire:
+                    worker.retiring = True
+                if paused and len(computing) < lanes:
+                    resume = min(paused, key=lambda w: w.paused_since)
+                    resume.paused_since = None
+        for worker in retire:
+            _tell(worker, "exit")
+        for worker, sig in ((pause, signal.SIGSTOP), (resume, signal.SIGCONT)):
+            if worker is not None:
+                _signal(worker, sig)
+        if pause is not None:
+            log.info("run %s paused for a stand-in worker: runs wait and every worker holds a long run",
+                     pause.assignment.run_id if pause.assignment else "?")
+            self._spawn(spare=False, stand_in=True)
+
     def _end(self, worker: _Worker, kind: str, reason: str) -> None:
         """End a worker now; its reader then reports the run with this reason."""
         if worker.ending is None:
             worker.ending = (kind, reason)
-            try:
-                os.kill(worker.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _signal(worker, signal.SIGKILL)
 
     def _watch(self) -> None:
         while not self._closing:
@@ -715,6 +776,7 @@ class WorkerPool:
                 opened, self._spares_open = spares_open and not self._spares_open, spares_open
             if opened:   # the others have now held their runs long: a waiting run may go to a spare
                 self._on_free()
+            self._relieve(now)
             for worker, assignment in busy:
                 if assignment.stop_requested is not None and now - assignment.stop_requested > GRACE_S:
                     self._end(worker, ev.RUN_STOPPED, STOPPED)

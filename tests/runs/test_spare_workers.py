@@ -31,7 +31,7 @@ def test_a_spare_takes_a_waiting_run_only_once_the_others_have_held_theirs_long(
     waiting = start(stranger, graph("test:Hold", path=str(tmp_path / "short")))
     time.sleep(0.3)   # several of the watcher's rounds: the spare stays idle while the run is young
     assert Run.objects.get(pk=waiting.pk).status == "queued" and pool.idle() == 1 and pool.free() == 0
-    assert service.worker_usage() == {"workers": 2, "spares": 1, "idle": 1, "computing": 1, "queued": 1}
+    assert service.worker_usage() == {"workers": 2, "spares": 1, "idle": 1, "computing": 1, "paused": 0, "queued": 1}
 
     monkeypatch.setattr(workers, "LONG_RUN_S", 0.0)   # the long run has now held its worker long enough
     taken_by = started_in(tmp_path / "short")

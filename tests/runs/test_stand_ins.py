@@ -1,0 +1,114 @@
+"""As many far-too-long runs as the pool has workers (four students of a 2-core server typing
+1000 epochs where 5 were meant) do not hold the class back until their deadline: while runs
+wait and every worker holds a long run, the run held longest is paused and a stand-in worker
+takes the queue; once nothing waits, the stand-in exits and the paused run resumes. Real
+worker processes: one worker and no spare, so one long run is "every worker"."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from apps.runs import service, workers
+from tests.runs.test_workers import release, start, started_in, until
+from tests.runs.worker_nodes import graph
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def pool(monkeypatch):
+    monkeypatch.setattr(workers, "LONG_RUN_S", 0.0)   # every run counts as long at once
+    pool = service.start_workers(1, spares=0)
+    until(lambda: pool.idle() == 1, "the worker started")
+    yield pool
+    service.stop_workers()
+
+
+def stopped(pid: int) -> bool:
+    """Whether the process is stopped (SIGSTOP): its state in /proc is T."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def test_a_long_run_is_paused_for_a_stand_in_while_others_wait_and_resumes_after(pool, student, stranger, tmp_path):
+    long_run = start(student, graph("test:Hold", path=str(tmp_path / "long")))
+    held_by = started_in(tmp_path / "long")
+    waiting = start(stranger, graph("test:Hold", path=str(tmp_path / "short")))
+    taken_by = started_in(tmp_path / "short")   # by a stand-in, while the long run is paused
+    assert taken_by != held_by and stopped(held_by)
+    assert service.worker_usage()["paused"] == 1 and service.worker_usage()["computing"] == 1
+    release(tmp_path / "short")
+    assert service.wait_for(waiting.pk).status == "succeeded"
+    until(lambda: not stopped(held_by), "the long run resumed once nothing waited")
+    until(lambda: pool.pids() == [held_by], "the stand-in exited")
+    release(tmp_path / "long")
+    assert service.wait_for(long_run.pk).status == "succeeded"
+    assert service.worker_usage()["paused"] == 0
+
+
+def test_a_paused_run_can_be_stopped(pool, student, stranger, tmp_path):
+    long_run = start(student, graph("test:Hold", path=str(tmp_path / "long")))
+    held_by = started_in(tmp_path / "long")
+    waiting = start(stranger, graph("test:Hold", path=str(tmp_path / "short")))
+    started_in(tmp_path / "short")
+    assert stopped(held_by)
+    service.cancel_run(long_run)
+    assert service.wait_for(long_run.pk).status == "cancelled"
+    release(tmp_path / "short")
+    assert service.wait_for(waiting.pk).status == "succeeded"
+
+
+class FakeProcess:
+    def __init__(self, pid: int):
+        self.pid = pid
+
+
+def fake_pool(monkeypatch, computing: int, waiting: list[bool]):
+    """A pool of two workers and two spares, each holding a run since ``handed_over`` 0..3 (no
+    processes: the signals and spawns are recorded)."""
+    pool = workers.WorkerPool(2, 0, 1, lambda: None, spares=2, waiting=lambda: waiting[0])
+    signals, spawned = [], []
+    monkeypatch.setattr(workers, "_signal", lambda worker, sig: signals.append((worker.process.pid, sig)))
+    monkeypatch.setattr(workers, "_tell", lambda worker, *message: signals.append((worker.process.pid, message[0])))
+    monkeypatch.setattr(pool, "_spawn", lambda spare, stand_in=False: spawned.append(stand_in))
+    for pid in range(computing):
+        worker = workers._Worker(FakeProcess(pid), None, spare=pid >= 2)
+        worker.ready = True
+        worker.assignment = type("A", (), {"handed_over": float(pid), "run_id": f"r{pid}"})()
+        pool._workers.append(worker)
+    return pool, signals, spawned
+
+
+def test_while_runs_wait_the_longest_held_run_is_paused_for_a_stand_in_at_most_half_the_lanes(monkeypatch):
+    import signal
+    pool, signals, spawned = fake_pool(monkeypatch, 4, waiting=[True])
+    pool._relieve(now=10.0)
+    assert signals == [(0, signal.SIGSTOP)] and spawned == [True] and pool.paused() == 1
+    stand_in = workers._Worker(FakeProcess(10), None, spare=False, stand_in=True)   # starting: nothing more
+    pool._workers.append(stand_in)
+    pool._relieve(now=10.1)
+    assert len(signals) == 1
+    stand_in.ready = True   # it took a run, which has become long too
+    stand_in.assignment = type("A", (), {"handed_over": 5.0, "run_id": "r10"})()
+    pool._relieve(now=10.2)
+    assert signals[-1] == (1, signal.SIGSTOP) and pool.paused() == 2
+    stand_in.assignment = type("A", (), {"handed_over": 6.0, "run_id": "r11"})()
+    pool._relieve(now=10.3)   # half the four lanes are paused: no more
+    assert len(signals) == 2 and pool.paused() == 2
+
+
+def test_once_nothing_waits_idle_stand_ins_exit_and_paused_runs_resume_within_the_lanes(monkeypatch):
+    import signal
+    waiting = [True]
+    pool, signals, spawned = fake_pool(monkeypatch, 4, waiting)
+    pool._relieve(now=10.0)   # worker 0 paused
+    stand_in = workers._Worker(FakeProcess(10), None, spare=False, stand_in=True)
+    stand_in.ready = True
+    stand_in.assignment = type("A", (), {"handed_over": 10.0, "run_id": "r10"})()
+    pool._workers.append(stand_in)
+    waiting[0] = False
+    pool._relieve(now=11.0)   # the stand-in still computes: four lanes busy, nothing resumes
+    assert signals == [(0, signal.SIGSTOP)]
+    stand_in.assignment = None
+    pool._relieve(now=12.0)
+    assert signals[1:] == [(10, "exit"), (0, signal.SIGCONT)] and pool.paused() == 0 and stand_in.retiring
