@@ -52,6 +52,8 @@ log = logging.getLogger("codefyui.workers")
 WORKER_STOPPED = "The run's worker stopped unexpectedly; run it again"
 UNEXPECTED = "The server hit an unexpected problem while running this graph."
 STOPPED = "Execution cancelled"
+PAUSED = ("Paused: every run worker holds a long run and other students' runs are waiting; this run goes on "
+          "once they have run (its time limit keeps counting)")
 NO_WORKERS = ("No run worker could start on this server, so no run can run now; an administrator finds why "
               "in the server log.")
 GRACE_S = 0.5     # how long a stopped node may take to return before its worker is ended
@@ -736,28 +738,30 @@ class WorkerPool:
             computing = [w for w in live if w.assignment is not None and w.paused_since is None]
             lanes = self.size + self.spares
             pause = resume = None
-            retire = []
+            retire, told = [], []
             if waiting:
                 starting = any(w.stand_in and not w.ready for w in live)
                 held_long = all(now - w.assignment.handed_over >= LONG_RUN_S for w in computing)
                 if computing and held_long and not starting and not self._takers() and len(paused) < max(1, lanes // 2):
                     pause = min(computing, key=lambda w: w.assignment.handed_over)
                     pause.paused_since = now
+                    told.append((pause.assignment, PAUSED))
             else:
                 retire = [w for w in live if w.stand_in and w.ready and w.assignment is None]
                 for worker in retire:
                     worker.retiring = True
                 if paused and len(computing) < lanes:
                     resume = min(paused, key=lambda w: w.paused_since)
+                    told.append((resume.assignment, f"Resumed after {now - resume.paused_since:.0f} s paused"))
                     resume.paused_since = None
         for worker in retire:
             _tell(worker, "exit")
         for worker, sig in ((pause, signal.SIGSTOP), (resume, signal.SIGCONT)):
             if worker is not None:
                 _signal(worker, sig)
+        for assignment, text in told:   # in the run's log, so its student knows why its progress stands still
+            assignment.emit(ev.Event(ev.LOG, assignment.run_id, text=text, level="warning"))
         if pause is not None:
-            log.info("run %s paused for a stand-in worker: runs wait and every worker holds a long run",
-                     pause.assignment.run_id if pause.assignment else "?")
             self._spawn(spare=False, stand_in=True)
 
     def _end(self, worker: _Worker, kind: str, reason: str) -> None:

@@ -42,8 +42,10 @@ def test_a_long_run_is_paused_for_a_stand_in_while_others_wait_and_resumes_after
     until(lambda: not stopped(held_by), "the long run resumed once nothing waited")
     until(lambda: pool.pids() == [held_by], "the stand-in exited")
     release(tmp_path / "long")
-    assert service.wait_for(long_run.pk).status == "succeeded"
-    assert service.worker_usage()["paused"] == 0
+    long_run = service.wait_for(long_run.pk)
+    assert long_run.status == "succeeded" and service.worker_usage()["paused"] == 0
+    told = [row["text"] for row in long_run.log if row["level"] == "warning"]
+    assert told[0] == workers.PAUSED and told[1].startswith("Resumed after ")
 
 
 def test_a_paused_run_can_be_stopped(pool, student, stranger, tmp_path):
@@ -63,6 +65,14 @@ class FakeProcess:
         self.pid = pid
 
 
+class FakeAssignment:
+    def __init__(self, handed_over: float, run_id: str):
+        self.handed_over, self.run_id, self.told = handed_over, run_id, []
+
+    def emit(self, event) -> None:
+        self.told.append(event.text)
+
+
 def fake_pool(monkeypatch, computing: int, waiting: list[bool]):
     """A pool of two workers and two spares, each holding a run since ``handed_over`` 0..3 (no
     processes: the signals and spawns are recorded)."""
@@ -74,7 +84,7 @@ def fake_pool(monkeypatch, computing: int, waiting: list[bool]):
     for pid in range(computing):
         worker = workers._Worker(FakeProcess(pid), None, spare=pid >= 2)
         worker.ready = True
-        worker.assignment = type("A", (), {"handed_over": float(pid), "run_id": f"r{pid}"})()
+        worker.assignment = FakeAssignment(float(pid), f"r{pid}")
         pool._workers.append(worker)
     return pool, signals, spawned
 
@@ -84,15 +94,16 @@ def test_while_runs_wait_the_longest_held_run_is_paused_for_a_stand_in_at_most_h
     pool, signals, spawned = fake_pool(monkeypatch, 4, waiting=[True])
     pool._relieve(now=10.0)
     assert signals == [(0, signal.SIGSTOP)] and spawned == [True] and pool.paused() == 1
+    assert pool._workers[0].assignment.told == [workers.PAUSED]   # its student reads why it stands still
     stand_in = workers._Worker(FakeProcess(10), None, spare=False, stand_in=True)   # starting: nothing more
     pool._workers.append(stand_in)
     pool._relieve(now=10.1)
     assert len(signals) == 1
     stand_in.ready = True   # it took a run, which has become long too
-    stand_in.assignment = type("A", (), {"handed_over": 5.0, "run_id": "r10"})()
+    stand_in.assignment = FakeAssignment(5.0, "r10")
     pool._relieve(now=10.2)
     assert signals[-1] == (1, signal.SIGSTOP) and pool.paused() == 2
-    stand_in.assignment = type("A", (), {"handed_over": 6.0, "run_id": "r11"})()
+    stand_in.assignment = FakeAssignment(6.0, "r11")
     pool._relieve(now=10.3)   # half the four lanes are paused: no more
     assert len(signals) == 2 and pool.paused() == 2
 
@@ -104,7 +115,7 @@ def test_once_nothing_waits_idle_stand_ins_exit_and_paused_runs_resume_within_th
     pool._relieve(now=10.0)   # worker 0 paused
     stand_in = workers._Worker(FakeProcess(10), None, spare=False, stand_in=True)
     stand_in.ready = True
-    stand_in.assignment = type("A", (), {"handed_over": 10.0, "run_id": "r10"})()
+    stand_in.assignment = FakeAssignment(10.0, "r10")
     pool._workers.append(stand_in)
     waiting[0] = False
     pool._relieve(now=11.0)   # the stand-in still computes: four lanes busy, nothing resumes
@@ -112,3 +123,4 @@ def test_once_nothing_waits_idle_stand_ins_exit_and_paused_runs_resume_within_th
     stand_in.assignment = None
     pool._relieve(now=12.0)
     assert signals[1:] == [(10, "exit"), (0, signal.SIGCONT)] and pool.paused() == 0 and stand_in.retiring
+    assert pool._workers[0].assignment.told == [workers.PAUSED, "Resumed after 2 s paused"]
