@@ -780,7 +780,10 @@ class WorkerPool:
                 opened, self._spares_open = spares_open and not self._spares_open, spares_open
             if opened:   # the others have now held their runs long: a waiting run may go to a spare
                 self._on_free()
-            self._relieve(now)
+            try:
+                self._relieve(now)
+            except Exception:   # the watcher goes on: it also ends runs past their deadline or memory
+                log.exception("could not pause or resume a run for a stand-in")
             for worker, assignment in busy:
                 if assignment.stop_requested is not None and now - assignment.stop_requested > GRACE_S:
                     self._end(worker, ev.RUN_STOPPED, STOPPED)
