@@ -149,11 +149,12 @@ def fragment(event: dict) -> str:
 
 def run_status(events: list[dict]) -> str:
     """The run's status as the newest of these events that changes it says, or nothing."""
-    changes = [event for event in events if event["kind"] == ev.RUN_STARTED or event["kind"] in ev.TERMINAL]
+    changes = [event for event in events if event["kind"] == ev.RUN_STARTED or event["kind"] in ev.TERMINAL
+               or "paused" in (event.get("data") or {})]   # paused for a stand-in worker, or resumed
     if not changes:
         return ""
     event = changes[-1]
-    status = "running" if event["kind"] == ev.RUN_STARTED else ev.TERMINAL_STATUS[event["kind"]]
+    status = ev.TERMINAL_STATUS.get(event["kind"], "running")
     return render_to_string("editor/_run_status.html", {"run": _RunView(status, event), "oob": True})
 
 
@@ -190,7 +191,8 @@ class _RunView:
 
     def __init__(self, status: str, event: dict):
         self.status, self.error = status, event.get("error") or ""
-        self.device = (event.get("data") or {}).get("device", "")
+        data = event.get("data") or {}
+        self.device, self.paused = data.get("device", ""), data.get("paused", False)
 
     def get_status_display(self) -> str:
         return self.status.capitalize()

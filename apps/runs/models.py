@@ -16,6 +16,7 @@ class Run(models.Model):
         INTERRUPTED = "interrupted"
 
     UNFINISHED = (Status.QUEUED, Status.RUNNING)
+    paused = False   # not stored: a running run its worker pool paused for a stand-in (service.current says)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")

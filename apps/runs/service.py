@@ -523,6 +523,7 @@ class _Recorder:
         self.nodes: dict[str, dict[str, Any]] = {}
         self.log: list[dict[str, Any]] = []
         self.fields: dict[str, Any] = {}
+        self.paused = False   # paused for a stand-in worker (WorkerPool): the page says so, the row does not
         self._dirty = False
         self._written = time.monotonic()  # the row's insert: a run that ends within 0.25 s costs one write
         self._lock = threading.Lock()
@@ -546,6 +547,8 @@ class _Recorder:
         if entry:
             self.log.append(entry)
             self._dirty = True
+        if event.kind == ev.LOG and "paused" in (event.data or {}):
+            self.paused = event.data["paused"]
         if event.kind == ev.RUN_STARTED:
             self.fields.update(status=Run.Status.RUNNING, started=_when(event),
                                device=(event.data or {}).get("device", ""))
@@ -581,7 +584,7 @@ class _Recorder:
 
     def overlay(self, run: Run) -> None:
         with self._lock:
-            run.nodes, run.log = dict(self.nodes), list(self.log)
+            run.nodes, run.log, run.paused = dict(self.nodes), list(self.log), self.paused
             for name, value in self.fields.items():
                 setattr(run, name, value)
 

@@ -395,6 +395,7 @@ class Assignment:
         self.handed_over = float("inf")    # when a worker took it (time.monotonic)
         self.stop_requested: float | None = None
         self.base_rss = 0
+        self.device = ""             # what its run_started said
         self.unrecorded = threading.Event()  # the store stopped the run's recording
         self.tell_unrecorded: Callable[[], None] = self.unrecorded.set  # a worker's executor tells it instead
         if self.captures is not None:
@@ -427,7 +428,9 @@ class Assignment:
             WEIGHTS.replace(*payload)
 
     def emit(self, event: ev.Event) -> None:
-        if event.kind == ev.NODE_RUNNING:
+        if event.kind == ev.RUN_STARTED:
+            self.device = (event.data or {}).get("device", "")
+        elif event.kind == ev.NODE_RUNNING:
             self.running.add(event.node_id)
         elif event.node_id and event.kind in (ev.NODE_COMPLETED, ev.NODE_CACHED, ev.NODE_ERROR, ev.NODE_SKIPPED):
             self.running.discard(event.node_id)
@@ -745,22 +748,23 @@ class WorkerPool:
                 if computing and held_long and not starting and not self._takers() and len(paused) < max(1, lanes // 2):
                     pause = min(computing, key=lambda w: w.assignment.handed_over)
                     pause.paused_since = now
-                    told.append((pause.assignment, PAUSED))
+                    told.append((pause.assignment, PAUSED, True))
             else:
                 retire = [w for w in live if w.stand_in and w.ready and w.assignment is None]
                 for worker in retire:
                     worker.retiring = True
                 if paused and len(computing) < lanes:
                     resume = min(paused, key=lambda w: w.paused_since)
-                    told.append((resume.assignment, f"Resumed after {now - resume.paused_since:.0f} s paused"))
+                    told.append((resume.assignment, f"Resumed after {now - resume.paused_since:.0f} s paused", False))
                     resume.paused_since = None
         for worker in retire:
             _tell(worker, "exit")
         for worker, sig in ((pause, signal.SIGSTOP), (resume, signal.SIGCONT)):
             if worker is not None:
                 _signal(worker, sig)
-        for assignment, text in told:   # in the run's log, so its student knows why its progress stands still
-            assignment.emit(ev.Event(ev.LOG, assignment.run_id, text=text, level="warning"))
+        for assignment, text, paused in told:   # its log and status say why its progress stands still
+            assignment.emit(ev.Event(ev.LOG, assignment.run_id, text=text, level="warning",
+                                     data={"paused": paused, "device": assignment.device}))
         if pause is not None:
             self._spawn(spare=False, stand_in=True)
 

@@ -355,3 +355,15 @@ async def test_with_a_redis_layer_a_runs_events_go_in_order_from_a_thread_of_the
     events = [e["node_id"] for to, message in sent for e in message["events"]]
     assert events == [f"n{i}" for i in range(150)] and len(sent) <= 3
     assert {to for to, _ in sent} == {"run-r1"} and threading.current_thread().name not in threads
+
+
+async def test_a_run_paused_for_a_stand_in_reads_paused_then_running_again():
+    """A pause's and a resume's log events change the run status the page shows (workers.PAUSED)."""
+    from apps.runs.consumers import run_status
+    from apps.runs.engine import events as ev
+    started = {"kind": ev.RUN_STARTED, "data": {"device": "cpu"}}
+    paused = {"kind": ev.LOG, "text": "Paused: …", "data": {"paused": True, "device": "cpu"}}
+    resumed = {"kind": ev.LOG, "text": "Resumed after 3 s paused", "data": {"paused": False, "device": "cpu"}}
+    assert "Paused: other students' runs go first…" in run_status([started, paused])
+    assert "Running on cpu…" in run_status([paused, resumed])
+    assert run_status([{"kind": ev.LOG, "text": "a line", "data": None}]) == ""

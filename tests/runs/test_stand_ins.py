@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from apps.runs import service, workers
+from apps.runs.models import Run
 from tests.runs.test_workers import release, start, started_in, until
 from tests.runs.worker_nodes import graph
 
@@ -37,9 +38,11 @@ def test_a_long_run_is_paused_for_a_stand_in_while_others_wait_and_resumes_after
     taken_by = started_in(tmp_path / "short")   # by a stand-in, while the long run is paused
     assert taken_by != held_by and stopped(held_by)
     assert service.worker_usage()["paused"] == 1 and service.worker_usage()["computing"] == 1
+    until(lambda: service.current(Run.objects.get(pk=long_run.pk)).paused, "the run's page reads it paused")
     release(tmp_path / "short")
     assert service.wait_for(waiting.pk).status == "succeeded"
     until(lambda: not stopped(held_by), "the long run resumed once nothing waited")
+    until(lambda: not service.current(Run.objects.get(pk=long_run.pk)).paused, "the run's page reads it running")
     until(lambda: pool.pids() == [held_by], "the stand-in exited")
     release(tmp_path / "long")
     long_run = service.wait_for(long_run.pk)
@@ -67,10 +70,11 @@ class FakeProcess:
 
 class FakeAssignment:
     def __init__(self, handed_over: float, run_id: str):
-        self.handed_over, self.run_id, self.told = handed_over, run_id, []
+        self.handed_over, self.run_id, self.device, self.told = handed_over, run_id, "cpu", []
 
     def emit(self, event) -> None:
         self.told.append(event.text)
+        assert event.data == {"paused": event.text == workers.PAUSED, "device": "cpu"}
 
 
 def fake_pool(monkeypatch, computing: int, waiting: list[bool]):
