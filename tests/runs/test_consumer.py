@@ -364,6 +364,6 @@ async def test_a_run_paused_for_a_stand_in_reads_paused_then_running_again():
     started = {"kind": ev.RUN_STARTED, "data": {"device": "cpu"}}
     paused = {"kind": ev.LOG, "text": "Paused: …", "data": {"paused": True, "device": "cpu"}}
     resumed = {"kind": ev.LOG, "text": "Resumed after 3 s paused", "data": {"paused": False, "device": "cpu"}}
-    assert "Paused: other students' runs go first…" in run_status([started, paused])
+    assert "Paused for others…" in run_status([started, paused])
     assert "Running on cpu…" in run_status([paused, resumed])
     assert run_status([{"kind": ev.LOG, "text": "a line", "data": None}]) == ""
