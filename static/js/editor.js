@@ -222,6 +222,20 @@
     }
   });
 
+  // -- the Execution Log shows its newest rows: at its end when drawn, and following the rows
+  // pushed while its reader is at the end (one who scrolled up to read stays where they are) --
+  function logBox() { var log = document.getElementById("log"); return log && log.closest("details"); }
+  function toLogEnd() { var box = logBox(); if (box) box.scrollTop = box.scrollHeight; }
+  var logAtEnd = true;
+  document.addEventListener("htmx:wsBeforeMessage", function () {
+    var box = logBox();
+    logAtEnd = !box || box.scrollHeight - box.scrollTop - box.clientHeight < 4;
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () { if (logAtEnd) toLogEnd(); });
+  htmx.onLoad(function (content) {   // the page, and every re-render of the editor
+    if (content.id === "log" || (content.querySelector && content.querySelector("#log"))) toLogEnd();
+  });
+
   // -- Node details: a modal dialog over the editor ----------------------------------------
   function dialog() { return document.getElementById("details-dialog"); }
   function openDetails(url) {
