@@ -241,19 +241,12 @@ async def test_requests_take_the_thread_in_turns_across_senders(monkeypatch):
     assert order == ["sessionid=script"] * 3 + ["theme=dark; sessionid=ada"] + ["sessionid=script"] * 3
 
 
-async def test_a_sockets_reads_take_their_turn_with_the_requests(monkeypatch):
-    """A WebSocket's reads on the request thread take their turn among the requests, as their
-    sender's: a script's burst of requests holds a student's socket up for one turn only (and
-    a script that opens sockets in a loop waits behind everyone else likewise)."""
-    from channels.routing import URLRouter
-    from channels.testing import WebsocketCommunicator
-
-    from types import SimpleNamespace
-
-    from apps.runs import consumers
-    from codefyui.routing import websocket_urlpatterns
+async def socket_behind_a_scripts_burst(monkeypatch, socket, order: list) -> tuple:
+    """A script's six requests hold Django's thread (the first two handed to it before the
+    socket asks), then ``socket`` connects: what its connect answered, once all are done.
+    Each request notes "script" in ``order`` as it is served."""
     app = SyncStackASGIHandler()
-    held, order = threading.Event(), []
+    held = threading.Event()
     respond = SyncStackASGIHandler._respond
 
     def noted(self, scope, body_file):
@@ -262,18 +255,32 @@ async def test_a_sockets_reads_take_their_turn_with_the_requests(monkeypatch):
         return respond(self, scope, body_file)
 
     monkeypatch.setattr(SyncStackASGIHandler, "_respond", noted)
-    monkeypatch.setattr(consumers, "find_visible", lambda *args: order.append("socket"))   # finds no run: refused
     burst = [asyncio.ensure_future(get(app, "/login/", [(b"cookie", b"sessionid=script")])) for _ in range(6)]
     await asyncio.sleep(0.1)
-    socket = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/runs/00000000-0000-0000-0000-000000000001/",
-                                   headers=[(b"cookie", b"sessionid=ada")])
-    socket.scope["user"] = SimpleNamespace(is_authenticated=True, pk=-1)
     connecting = asyncio.ensure_future(socket.connect(timeout=10))
     await asyncio.sleep(0.1)
     held.set()
-    answers = await asyncio.gather(*burst)
-    assert all(status == 200 for status, _ in answers)
-    assert await connecting == (False, 4404)
+    assert all(status == 200 for status, _ in await asyncio.gather(*burst))
+    return await connecting
+
+
+async def test_a_sockets_reads_take_their_turn_with_the_requests(monkeypatch):
+    """A WebSocket's reads on the request thread take their turn among the requests, as their
+    sender's: a script's burst of requests holds a student's socket up for one turn only (and
+    a script that opens sockets in a loop waits behind everyone else likewise)."""
+    from types import SimpleNamespace
+
+    from channels.routing import URLRouter
+    from channels.testing import WebsocketCommunicator
+
+    from apps.runs import consumers
+    from codefyui.routing import websocket_urlpatterns
+    order = []
+    monkeypatch.setattr(consumers, "find_visible", lambda *args: order.append("socket"))   # finds no run: refused
+    socket = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/runs/00000000-0000-0000-0000-000000000001/",
+                                   headers=[(b"cookie", b"sessionid=ada")])
+    socket.scope["user"] = SimpleNamespace(is_authenticated=True, pk=-1)
+    assert await socket_behind_a_scripts_burst(monkeypatch, socket, order) == (False, 4404)
     # two were handed to the thread before the socket asked; one more script turn, then its read
     assert order == ["script"] * 3 + ["socket"] + ["script"] * 3
 
@@ -287,32 +294,18 @@ async def test_a_browser_sockets_session_user_is_read_in_its_turn(monkeypatch):
     from django.contrib.auth.models import AnonymousUser
 
     from codefyui.routing import websocket_application
-    app = SyncStackASGIHandler()
-    held, order = threading.Event(), []
-    respond = SyncStackASGIHandler._respond
-
-    def noted(self, scope, body_file):
-        held.wait(5)
-        order.append("script")
-        return respond(self, scope, body_file)
+    order = []
 
     def session_user(request):   # a request's own (the login page's) reads are the script's turn
         if not isinstance(request, HttpRequest):
             order.append("socket")
         return AnonymousUser()
 
-    monkeypatch.setattr(SyncStackASGIHandler, "_respond", noted)
     monkeypatch.setattr(auth, "get_user", session_user)
-    burst = [asyncio.ensure_future(get(app, "/login/", [(b"cookie", b"sessionid=script")])) for _ in range(6)]
-    await asyncio.sleep(0.1)
     socket = WebsocketCommunicator(websocket_application(), "/ws/runs/00000000-0000-0000-0000-000000000001/",
                                    headers=[(b"host", b"testserver"), (b"origin", b"http://testserver"),
                                             (b"cookie", b"sessionid=ada")])
-    connecting = asyncio.ensure_future(socket.connect(timeout=10))
-    await asyncio.sleep(0.1)
-    held.set()
-    assert all(status == 200 for status, _ in await asyncio.gather(*burst))
-    assert await connecting == (False, 4404)   # no one's run: refused
+    assert await socket_behind_a_scripts_burst(monkeypatch, socket, order) == (False, 4404)   # no one's run
     assert order == ["script"] * 3 + ["socket"] + ["script"] * 3
 
 

@@ -631,9 +631,10 @@ def worker_usage() -> dict[str, int]:
     with _runs.lock:
         executor = _runs.executor
         pool = executor if isinstance(executor, workers.WorkerPool) else None
+        paused = executor.paused()
         return {"workers": len(pool.pids()) if pool else 0, "spares": pool.spares if pool else 0,
-                "idle": pool.idle() if pool else executor.free(), "computing": _runs.computing - executor.paused(),
-                "paused": executor.paused(), "queued": len(_runs.queue)}
+                "idle": pool.idle() if pool else executor.free(), "computing": _runs.computing - paused,
+                "paused": paused, "queued": len(_runs.queue)}
 
 
 def cache_usage() -> dict[str, int]:

@@ -762,9 +762,9 @@ class WorkerPool:
         for worker, sig in ((pause, signal.SIGSTOP), (resume, signal.SIGCONT)):
             if worker is not None:
                 _signal(worker, sig)
-        for assignment, text, paused in told:   # its log and status say why its progress stands still
+        for assignment, text, now_paused in told:   # its log and status say why its progress stands still
             assignment.emit(ev.Event(ev.LOG, assignment.run_id, text=text, level="warning",
-                                     data={"paused": paused, "device": assignment.device}))
+                                     data={"paused": now_paused, "device": assignment.device}))
         if pause is not None:
             self._spawn(spare=False, stand_in=True)
 
