@@ -61,6 +61,7 @@ WATCH_S = 0.05    # how often the watcher reads the busy workers' memory and clo
 PAGE = os.sysconf("SC_PAGE_SIZE")
 NICE = 10         # the workers' CPU priority below the server's
 LONG_RUN_S = 2.0  # a run held this long lets a spare worker take the next waiting run
+STAND_IN_IDLE_S = 120.0  # how long an idle stand-in is kept for the next run that would wait (its start takes seconds)
 
 
 @dataclass
@@ -313,6 +314,16 @@ def resident_bytes(pid: int | str = "self") -> int:
         return 0
 
 
+def _lower_priority() -> None:
+    """Every thread of this process at NICE (each thread has its own; threads started later
+    take their starter's)."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, int(tid), NICE)
+        except OSError:   # a thread that ended meanwhile
+            pass
+
+
 def worker_main(sock: socket.socket, threads: int) -> None:
     """A worker process: take jobs one at a time until the server goes away.
 
@@ -372,6 +383,7 @@ def worker_main(sock: socket.socket, threads: int) -> None:
     # 150 ms on a 2-core VM, in the middle of whichever run's allocation set it off.
     gc.collect()
     gc.freeze()
+    _lower_priority()   # a stand-in started at the server's (see WorkerPool._spawn)
     send("ready", os.getpid(), wire.offer(), resident_bytes())   # the server maps the arena once
     threading.Thread(target=serve, daemon=True, name="worker-serve").start()
     serve()
@@ -520,6 +532,7 @@ class _Worker:
         self.retiring = False
         self.assignment: Assignment | None = None
         self.idle_rss = 0    # its memory when it last became free: the next run's growth is counted from it
+        self.idle_since = time.monotonic()   # when it last became free (or started)
         self.ending: tuple[str, str] | None = None   # (terminal kind, reason) when the server ends it
         self.reader: threading.Thread | None = None  # the thread that takes in what it sends
 
@@ -550,11 +563,18 @@ class WorkerPool:
 
     When even the spares hold long runs and runs wait (as many students as workers typed 1000
     epochs where 5 were meant), the run held longest is paused (SIGSTOP: it computes nothing,
-    keeps its memory, and its deadline runs on) and a stand-in worker is started for the queue.
-    Once nothing waits, idle stand-ins exit and paused runs resume, while fewer than
-    ``size + spares`` compute: runs computing at once stay within that bound. A paused run keeps
-    its memory, so at most half that many are paused at once (the memory cap's default shares
-    half the machine among the runs computing at once)."""
+    keeps its memory, and its deadline runs on) and a stand-in worker takes the queue. Once
+    nothing waits, paused runs resume while fewer than ``size + spares`` compute: runs computing
+    at once stay within that bound, and no worker takes a run beyond it. A paused run keeps its
+    memory, so at most half that many are paused at once (the memory cap's default shares half
+    the machine among the runs computing at once).
+
+    A stand-in starts in seconds (it imports torch, on cores the long runs share), so once it
+    is idle it is kept while the lanes stay full: the next run that would wait pauses a long
+    run again and goes to it at once, instead of waiting for a stand-in of its own every time
+    during the minutes those runs last. It exits once a lane is free and nothing is paused, or
+    after STAND_IN_IDLE_S idle. One starts only while no worker is idle, so there are never
+    more stand-ins than runs that may be paused at once."""
 
     def __init__(self, size: int, memory_max_mb: int, threads: int, on_free: Callable[[], None], spares: int = 0,
                  waiting: Callable[[], bool] = lambda: False):
@@ -594,9 +614,15 @@ class WorkerPool:
     def _idle(self) -> list[_Worker]:
         return [w for w in self._workers if w.ready and not w.retiring and w.assignment is None]
 
+    def _computing(self) -> list[_Worker]:
+        return [w for w in self._workers if w.assignment is not None and w.paused_since is None]
+
     def _takers(self) -> list[_Worker]:
-        """The idle workers that may take a run now, spares last (under the lock)."""
-        idle = self._idle()
+        """The idle workers that may take a run now, stand-ins after the pool's own and spares
+        last; none while ``size + spares`` runs compute (under the lock)."""
+        if len(self._computing()) >= self.size + self.spares:
+            return []
+        idle = sorted(self._idle(), key=lambda w: w.stand_in)
         takers = [w for w in idle if not w.spare]
         if not takers and self._all_held_long():
             takers = [w for w in idle if w.spare]
@@ -665,8 +691,11 @@ class WorkerPool:
         process = self._ctx.Process(target=worker_main, args=(theirs, self.threads), name="codefyui-run-worker")
         process.start()
         # A lower CPU priority from its first instant (its start imports torch for seconds):
-        # on a busy machine the server's page requests come first.
-        os.setpriority(os.PRIO_PROCESS, process.pid, NICE)
+        # on a busy machine the server's page requests come first. A stand-in starts at the
+        # server's, since a student's run waits for it (~2 s of CPU, where at the long runs'
+        # priority it took ~7 s of their cores), and lowers its own once started.
+        if not stand_in:
+            os.setpriority(os.PRIO_PROCESS, process.pid, NICE)
         theirs.close()     # the server keeps only its own end, so it sees EOF when a worker ends
         worker = _Worker(process, Wire(ours), spare, stand_in)
         with self._lock:
@@ -690,12 +719,12 @@ class WorkerPool:
                 continue
             kind = message[0]
             if kind == "ready":
-                worker.idle_rss = message[3]
+                worker.idle_rss, worker.idle_since = message[3], time.monotonic()
                 worker.ready = True
                 self.failed_starts = 0
                 self._on_free()
             elif kind == "done":
-                worker.idle_rss = message[3]
+                worker.idle_rss, worker.idle_since = message[3], time.monotonic()
                 with self._lock:
                     assignment, worker.assignment = worker.assignment, None
                     worker.retiring = message[2]
@@ -732,31 +761,35 @@ class WorkerPool:
 
     def _relieve(self, now: float) -> None:
         """Pause the longest-held of the long runs for a stand-in while runs wait and every
-        computing worker holds a long one; once nothing waits, retire idle stand-ins and
-        resume paused runs (see the class docstring)."""
+        computing worker holds a long one; once nothing waits, resume paused runs and retire
+        the stand-ins no longer needed (see the class docstring)."""
         waiting = self._waiting()
         with self._lock:
             live = [w for w in self._workers if not w.retiring and w.ending is None]
             paused = [w for w in live if w.paused_since is not None]
             computing = [w for w in live if w.assignment is not None and w.paused_since is None]
+            idle = [w for w in live if w.ready and w.assignment is None]
             lanes = self.size + self.spares
             pause = resume = None
-            retire, told = [], []
+            retire, told, spawn = [], [], False
             if waiting:
                 starting = any(w.stand_in and not w.ready for w in live)
                 held_long = all(now - w.assignment.handed_over >= LONG_RUN_S for w in computing)
-                if computing and held_long and not starting and not self._takers() and len(paused) < max(1, lanes // 2):
+                if (computing and held_long and (idle or not starting) and not self._takers()
+                        and len(paused) < max(1, lanes // 2)):
                     pause = min(computing, key=lambda w: w.assignment.handed_over)
                     pause.paused_since = now
                     told.append((pause.assignment, PAUSED, True))
+                    spawn = not idle   # else an idle worker (a stand-in kept) takes the run the pause makes room for
             else:
-                retire = [w for w in live if w.stand_in and w.ready and w.assignment is None]
-                for worker in retire:
-                    worker.retiring = True
                 if paused and len(computing) < lanes:
                     resume = min(paused, key=lambda w: w.paused_since)
                     told.append((resume.assignment, f"Resumed after {now - resume.paused_since:.0f} s paused", False))
                     resume.paused_since = None
+                lane_free = not paused and len(computing) < lanes
+                retire = [w for w in idle if w.stand_in and (lane_free or now - w.idle_since >= STAND_IN_IDLE_S)]
+                for worker in retire:
+                    worker.retiring = True
         for worker in retire:
             _tell(worker, "exit")
         for worker, sig in ((pause, signal.SIGSTOP), (resume, signal.SIGCONT)):
@@ -765,8 +798,10 @@ class WorkerPool:
         for assignment, text, now_paused in told:   # its log and status say why its progress stands still
             assignment.emit(ev.Event(ev.LOG, assignment.run_id, text=text, level="warning",
                                      data={"paused": now_paused, "device": assignment.device}))
-        if pause is not None:
+        if spawn:
             self._spawn(spare=False, stand_in=True)
+        elif pause is not None:
+            self._on_free()   # the scheduler hands the waiting run to the idle worker
 
     def _end(self, worker: _Worker, kind: str, reason: str) -> None:
         """End a worker now; its reader then reports the run with this reason."""

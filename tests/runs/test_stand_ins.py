@@ -1,8 +1,9 @@
 """As many far-too-long runs as the pool has workers (four students of a 2-core server typing
 1000 epochs where 5 were meant) do not hold the class back until their deadline: while runs
 wait and every worker holds a long run, the run held longest is paused and a stand-in worker
-takes the queue; once nothing waits, the stand-in exits and the paused run resumes. Real
-worker processes: one worker and no spare, so one long run is "every worker"."""
+takes the queue; once nothing waits, the paused run resumes, and the idle stand-in is kept
+for the next run that would wait until a lane is free again. Real worker processes: one
+worker and no spare, so one long run is "every worker"."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,6 +27,11 @@ def pool(monkeypatch):
     service.stop_workers()
 
 
+def niceness(pid: int) -> set[int]:
+    """The nice values of the process's threads (each thread has its own)."""
+    return {int((task / "stat").read_text().rsplit(")", 1)[1].split()[16]) for task in Path(f"/proc/{pid}/task").iterdir()}
+
+
 def stopped(pid: int) -> bool:
     """Whether the process is stopped (SIGSTOP): its state in /proc is T."""
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
@@ -35,20 +41,30 @@ def test_a_long_run_is_paused_for_a_stand_in_while_others_wait_and_resumes_after
     long_run = start(student, graph("test:Hold", path=str(tmp_path / "long")))
     held_by = started_in(tmp_path / "long")
     waiting = start(stranger, graph("test:Hold", path=str(tmp_path / "short")))
-    taken_by = started_in(tmp_path / "short")   # by a stand-in, while the long run is paused
-    assert taken_by != held_by and stopped(held_by)
+    stand_in = started_in(tmp_path / "short")   # by a stand-in, while the long run is paused
+    assert stand_in != held_by and stopped(held_by)
+    assert niceness(stand_in) == niceness(held_by) == {workers.NICE}   # it started at the server's, computes at NICE
     assert service.worker_usage()["paused"] == 1 and service.worker_usage()["computing"] == 1
     until(lambda: service.current(Run.objects.get(pk=long_run.pk)).paused, "the run's page reads it paused")
     release(tmp_path / "short")
     assert service.wait_for(waiting.pk).status == "succeeded"
     until(lambda: not stopped(held_by), "the long run resumed once nothing waited")
     until(lambda: not service.current(Run.objects.get(pk=long_run.pk)).paused, "the run's page reads it running")
-    until(lambda: pool.pids() == [held_by], "the stand-in exited")
+
+    # The next run that would wait goes to the stand-in kept idle: no new worker to start.
+    again = start(stranger, graph("test:Hold", path=str(tmp_path / "again")))
+    assert started_in(tmp_path / "again") == stand_in and stopped(held_by)
+    assert sorted(pool.pids()) == sorted([held_by, stand_in])
+    release(tmp_path / "again")
+    assert service.wait_for(again.pk).status == "succeeded"
+    until(lambda: not stopped(held_by), "the long run resumed again")
+
     release(tmp_path / "long")
     long_run = service.wait_for(long_run.pk)
     assert long_run.status == "succeeded" and service.worker_usage()["paused"] == 0
+    until(lambda: pool.pids() == [held_by], "the stand-in exited once the lane was free")
     told = [row["text"] for row in long_run.log if row["level"] == "warning"]
-    assert told[0] == workers.PAUSED and told[1].startswith("Resumed after ")
+    assert told[0] == workers.PAUSED and told[1].startswith("Resumed after ") and told[2] == workers.PAUSED
 
 
 def test_a_paused_run_can_be_stopped(pool, student, stranger, tmp_path):
@@ -77,10 +93,11 @@ class FakeAssignment:
         assert event.data == {"paused": event.text == workers.PAUSED, "device": "cpu"}
 
 
-def fake_pool(monkeypatch, computing: int, waiting: list[bool]):
+def fake_pool(monkeypatch, computing: int, waiting: list[bool], freed: list | None = None):
     """A pool of two workers and two spares, each holding a run since ``handed_over`` 0..3 (no
-    processes: the signals and spawns are recorded)."""
-    pool = workers.WorkerPool(2, 0, 1, lambda: None, spares=2, waiting=lambda: waiting[0])
+    processes: the signals, spawns and calls of ``on_free`` are recorded)."""
+    freed = [] if freed is None else freed
+    pool = workers.WorkerPool(2, 0, 1, lambda: freed.append(True), spares=2, waiting=lambda: waiting[0])
     signals, spawned = [], []
     monkeypatch.setattr(workers, "_signal", lambda worker, sig: signals.append((worker.process.pid, sig)))
     monkeypatch.setattr(workers, "_tell", lambda worker, *message: signals.append((worker.process.pid, message[0])))
@@ -112,19 +129,62 @@ def test_while_runs_wait_the_longest_held_run_is_paused_for_a_stand_in_at_most_h
     assert len(signals) == 2 and pool.paused() == 2
 
 
-def test_once_nothing_waits_idle_stand_ins_exit_and_paused_runs_resume_within_the_lanes(monkeypatch):
+def idle_stand_in(pool, pid: int = 10, since: float = 0.0) -> workers._Worker:
+    stand_in = workers._Worker(FakeProcess(pid), None, spare=False, stand_in=True)
+    stand_in.ready, stand_in.idle_since = True, since
+    pool._workers.append(stand_in)
+    return stand_in
+
+
+def test_once_nothing_waits_paused_runs_resume_within_the_lanes_and_the_stand_in_is_kept(monkeypatch):
     import signal
     waiting = [True]
     pool, signals, spawned = fake_pool(monkeypatch, 4, waiting)
     pool._relieve(now=10.0)   # worker 0 paused
-    stand_in = workers._Worker(FakeProcess(10), None, spare=False, stand_in=True)
-    stand_in.ready = True
+    stand_in = idle_stand_in(pool)
     stand_in.assignment = FakeAssignment(10.0, "r10")
-    pool._workers.append(stand_in)
     waiting[0] = False
     pool._relieve(now=11.0)   # the stand-in still computes: four lanes busy, nothing resumes
     assert signals == [(0, signal.SIGSTOP)]
-    stand_in.assignment = None
+    stand_in.assignment, stand_in.idle_since = None, 12.0
     pool._relieve(now=12.0)
-    assert signals[1:] == [(10, "exit"), (0, signal.SIGCONT)] and pool.paused() == 0 and stand_in.retiring
+    assert signals[1:] == [(0, signal.SIGCONT)] and pool.paused() == 0 and not stand_in.retiring
     assert pool._workers[0].assignment.told == [workers.PAUSED, "Resumed after 2 s paused"]
+    assert pool._takers() == []   # four lanes compute: the idle stand-in takes nothing of its own accord
+    pool._relieve(now=12.0 + workers.STAND_IN_IDLE_S)
+    assert signals[-1] == (10, "exit") and stand_in.retiring   # idle too long: its memory goes back
+
+
+def test_an_idle_stand_in_takes_the_next_run_that_would_wait_at_once(monkeypatch):
+    import signal
+    waiting, freed = [True], []
+    pool, signals, spawned = fake_pool(monkeypatch, 4, waiting, freed)
+    stand_in = idle_stand_in(pool)
+    pool._relieve(now=10.0)
+    assert signals == [(0, signal.SIGSTOP)] and spawned == [] and freed == [True]   # no new worker: the scheduler is told
+    assert pool._takers() == [stand_in]
+
+
+def test_a_pause_starts_no_stand_in_while_a_worker_is_idle(monkeypatch):
+    """A paused run's worker was ended (its student pressed Stop) and replaced: with the lanes
+    full, the new worker is idle, and the next pause hands the waiting run to it."""
+    import signal
+    freed = []
+    pool, signals, spawned = fake_pool(monkeypatch, 4, [True], freed)
+    replacement = workers._Worker(FakeProcess(20), None, spare=False)
+    replacement.ready = True
+    pool._workers.append(replacement)
+    assert pool._takers() == []   # four lanes compute
+    pool._relieve(now=10.0)
+    assert signals == [(0, signal.SIGSTOP)] and spawned == [] and freed == [True]
+    assert pool._takers() == [replacement]
+
+
+def test_an_idle_stand_in_exits_once_a_lane_is_free_and_nothing_is_paused(monkeypatch):
+    pool, signals, spawned = fake_pool(monkeypatch, 4, waiting=[False])
+    stand_in = idle_stand_in(pool, since=9.0)
+    pool._relieve(now=10.0)
+    assert signals == [] and not stand_in.retiring   # every lane holds a long run: kept for the next
+    pool._workers[1].assignment = None   # a long run ended
+    pool._relieve(now=10.1)
+    assert signals == [(10, "exit")] and stand_in.retiring
