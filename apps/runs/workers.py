@@ -566,8 +566,7 @@ class WorkerPool:
     keeps its memory, and its deadline runs on) and a stand-in worker takes the queue. Once
     nothing waits, paused runs resume while fewer than ``size + spares`` compute: runs computing
     at once stay within that bound, and no worker takes a run beyond it. A paused run keeps its
-    memory, so at most half that many are paused at once (the memory cap's default shares half
-    the machine among the runs computing at once).
+    memory, so paused runs may hold a quarter of the machine at most (``_may_pause``).
 
     A stand-in starts in seconds (it imports torch, on cores the long runs share), so once it
     is idle it is kept while the lanes stay full: the next run that would wait pauses a long
@@ -775,9 +774,10 @@ class WorkerPool:
             if waiting:
                 starting = any(w.stand_in and not w.ready for w in live)
                 held_long = all(now - w.assignment.handed_over >= LONG_RUN_S for w in computing)
-                if (computing and held_long and (idle or not starting) and not self._takers()
-                        and len(paused) < max(1, lanes // 2)):
-                    pause = min(computing, key=lambda w: w.assignment.handed_over)
+                longest = min(computing, key=lambda w: w.assignment.handed_over, default=None)
+                if (longest is not None and held_long and (idle or not starting) and not self._takers()
+                        and self._may_pause(paused, longest, starts_one=not idle)):
+                    pause = longest
                     pause.paused_since = now
                     told.append((pause.assignment, PAUSED, True))
                     spawn = not idle   # else an idle worker (a stand-in kept) takes the run the pause makes room for
@@ -802,6 +802,22 @@ class WorkerPool:
             self._spawn(spare=False, stand_in=True)
         elif pause is not None:
             self._on_free()   # the scheduler hands the waiting run to the idle worker
+
+    def _may_pause(self, paused: list[_Worker], candidate: _Worker, starts_one: bool) -> bool:
+        """Whether one more run may be paused (under the lock). Paused runs keep their memory:
+        together with the stand-in a pause may start, they may hold half of what the lanes'
+        runs may grow to (the memory cap's default shares half the machine among them, so
+        this is a quarter of it), and at most as many as there are lanes. Without a memory
+        cap, half the lanes."""
+        lanes = self.size + self.spares
+        if not self.memory_max_mb:
+            return len(paused) < max(1, lanes // 2)
+        if len(paused) >= lanes:
+            return False
+        held = sum(resident_bytes(w.process.pid) for w in [*paused, candidate])
+        if starts_one:   # a stand-in costs what a worker holds idle
+            held += max((w.idle_rss for w in self._workers), default=0)
+        return held <= self.memory_max_mb * 2**20 * lanes // 2
 
     def _end(self, worker: _Worker, kind: str, reason: str) -> None:
         """End a worker now; its reader then reports the run with this reason."""

@@ -93,11 +93,11 @@ class FakeAssignment:
         assert event.data == {"paused": event.text == workers.PAUSED, "device": "cpu"}
 
 
-def fake_pool(monkeypatch, computing: int, waiting: list[bool], freed: list | None = None):
+def fake_pool(monkeypatch, computing: int, waiting: list[bool], freed: list | None = None, memory_mb: int = 0):
     """A pool of two workers and two spares, each holding a run since ``handed_over`` 0..3 (no
     processes: the signals, spawns and calls of ``on_free`` are recorded)."""
     freed = [] if freed is None else freed
-    pool = workers.WorkerPool(2, 0, 1, lambda: freed.append(True), spares=2, waiting=lambda: waiting[0])
+    pool = workers.WorkerPool(2, memory_mb, 1, lambda: freed.append(True), spares=2, waiting=lambda: waiting[0])
     signals, spawned = [], []
     monkeypatch.setattr(workers, "_signal", lambda worker, sig: signals.append((worker.process.pid, sig)))
     monkeypatch.setattr(workers, "_tell", lambda worker, *message: signals.append((worker.process.pid, message[0])))
@@ -188,3 +188,35 @@ def test_an_idle_stand_in_exits_once_a_lane_is_free_and_nothing_is_paused(monkey
     pool._workers[1].assignment = None   # a long run ended
     pool._relieve(now=10.1)
     assert signals == [(10, "exit")] and stand_in.retiring
+
+
+def test_with_a_memory_cap_runs_are_paused_while_they_hold_a_quarter_of_what_the_lanes_may_at_most(monkeypatch):
+    """Four lanes of 1000 MB each: paused runs and the stand-in a pause starts may hold 2000 MB.
+    Runs of 300 MB: more than half the lanes are paused (six students' far-too-long runs no
+    longer hold the class back); never more than the lanes."""
+    import signal
+    mb = 2**20
+    resident = {}
+    monkeypatch.setattr(workers, "resident_bytes", lambda pid: resident.get(pid, 300 * mb))
+    pool, signals, spawned = fake_pool(monkeypatch, 4, [True], memory_mb=1000)
+    for worker in pool._workers:
+        worker.idle_rss = 250 * mb
+    for k in range(4):
+        pool._relieve(now=10.0 + k)
+        stand_in = workers._Worker(FakeProcess(10 + k), None, spare=False, stand_in=True)
+        stand_in.ready, stand_in.assignment = True, FakeAssignment(5.0 + k, f"r1{k}")   # it took a long run
+        pool._workers.append(stand_in)
+    assert [sig for _, sig in signals] == [signal.SIGSTOP] * 4 and pool.paused() == 4 and spawned == [True] * 4
+    pool._relieve(now=20.0)
+    assert pool.paused() == 4   # as many as the lanes: no more
+
+    pool, signals, spawned = fake_pool(monkeypatch, 4, [True], memory_mb=1000)
+    for worker in pool._workers:
+        worker.idle_rss = 250 * mb
+    resident.update({0: 900 * mb, 1: 900 * mb})   # runs that grew large
+    pool._relieve(now=10.0)
+    stand_in = workers._Worker(FakeProcess(10), None, spare=False, stand_in=True)
+    stand_in.ready, stand_in.assignment = True, FakeAssignment(5.0, "r10")
+    pool._workers.append(stand_in)
+    pool._relieve(now=11.0)   # 900 + 900 MB paused and a stand-in's start would pass 2000 MB
+    assert signals == [(0, signal.SIGSTOP)] and pool.paused() == 1
