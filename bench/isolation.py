@@ -1,5 +1,5 @@
 """One student's graph cannot stall the others: while student A's run computes for several
-seconds (a chain of [1500, 1500] MatMuls) and student B's run goes past the memory cap (a
+seconds (the digit lesson trained for --epochs) and student B's run goes past the memory cap (a
 [9000, 9000] random tensor against CODEFYUI_RUN_MEMORY_MAX_MB=256), student C's tiny run
 (examples/walkthrough.json) and C's page requests (the editor page) are timed, and compared
 with the same run and page on the idle server.
@@ -13,7 +13,7 @@ as that pool's workers and spares, each run the digit lesson with 1000 epochs wh
 meant, and C's tiny run is timed once more (for at most FULL_POOL_WAIT_S): the run held
 longest is paused for a stand-in worker, which starts (seconds: it imports torch) and takes
 C's run (before stand-ins, C waited until one of the long runs ended, up to
-CODEFYUI_RUN_TIMEOUT_S); a second later, the paused run having resumed, C runs again: the
+CODEFYUI_RUN_TIMEOUT_S); two seconds later, the paused run having resumed, C runs again: the
 idle stand-in is kept while the long runs fill the lanes, so that run does not wait for a
 start (before, each such run waited seconds for a stand-in of its own).
 
@@ -28,7 +28,7 @@ tensor work ahead is served on a thread of its own (codefyui/heavy.py), so C's p
 wait for A's summaries.
 
 Goals (issue 11): the tiny run completes within 0.5 s of its time alone; page requests stay
-within their usual time. Run: .venv/bin/python bench/isolation.py [--matmuls N]
+within their usual time. Run: .venv/bin/python bench/isolation.py [--epochs N]
 """
 from __future__ import annotations
 
@@ -56,15 +56,14 @@ def trigger(target: str) -> dict:
     return {"id": "t", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": target}
 
 
-def long_graph(matmuls: int) -> dict:
-    nodes = [{"id": "start", "type": "Start"},
-             {"id": "x", "type": "TensorCreate", "data": {"params": {"shape": "1500,1500", "fill": "randn"}}}]
-    edges, previous = [trigger("x")], "x"
-    for i in range(matmuls):
-        nodes.append({"id": f"m{i}", "type": "MatMul"})
-        edges += [edge(2 * i, previous, f"m{i}", target_port="tensor_a"), edge(2 * i + 1, "x", f"m{i}", target_port="tensor_b")]
-        previous = f"m{i}"
-    return {"nodes": nodes, "edges": edges}
+def long_graph(epochs: int) -> dict:
+    """The digit lesson (examples/train-digits.json) trained for ``epochs``: seconds of
+    computing in little memory (a chain of MatMuls kept every product and met the cap)."""
+    digits = json.loads((ROOT / "examples" / "train-digits.json").read_text())
+    for node in digits["nodes"]:
+        if node["type"] == "TrainingLoop":
+            node["data"]["params"]["epochs"] = epochs
+    return digits
 
 
 def hog_graph() -> dict:
@@ -164,12 +163,12 @@ async def tiny_times(port: int, token: str, doc: dict) -> list[float]:
     return times
 
 
-async def scenario(port: int, tokens: list[str], session: str, matmuls: int) -> dict:
+async def scenario(port: int, tokens: list[str], session: str, epochs: int) -> dict:
     walkthrough = json.loads((ROOT / "examples" / "walkthrough.json").read_text())
     await tiny_times(port, tokens[2], walkthrough)  # warm-up
     alone = {"tiny": await tiny_times(port, tokens[2], walkthrough), "page": await page_times(port, session)}
     a, b = await Client(port, tokens[0]).open(), await Client(port, tokens[1]).open()
-    heavy = asyncio.ensure_future(a.run(long_graph(matmuls), {"record": False}))
+    heavy = asyncio.ensure_future(a.run(long_graph(epochs), {"record": False}))
     await asyncio.sleep(0.5)  # A computes
     hog = asyncio.ensure_future(b.run(hog_graph(), {}))
     await asyncio.sleep(0.2)  # B grows towards the cap
@@ -184,12 +183,12 @@ async def scenario(port: int, tokens: list[str], session: str, matmuls: int) -> 
             "stats": await page_beside_stats(port, tokens[0], session)}
 
 
-async def spare_scenario(port: int, tokens: list[str], matmuls: int) -> tuple[list[float], bool]:
+async def spare_scenario(port: int, tokens: list[str], epochs: int) -> tuple[list[float], bool]:
     """Students A and B each start a long run, which hold both of the pool's workers; C's tiny
     runs one after another (the first waits until a spare may take it)."""
     walkthrough = json.loads((ROOT / "examples" / "walkthrough.json").read_text())
     clients = [await Client(port, token).open() for token in tokens[:2]]
-    heavy = [asyncio.ensure_future(c.run(long_graph(matmuls), {"record": False})) for c in clients]
+    heavy = [asyncio.ensure_future(c.run(long_graph(epochs), {"record": False})) for c in clients]
     await asyncio.sleep(0.5)  # both compute
     tiny = await tiny_times(port, tokens[2], walkthrough)
     overlapped = not any(h.done() for h in heavy)
@@ -218,10 +217,7 @@ async def full_pool_scenario(port: int, tokens: list[str]) -> list[tuple[float, 
     a run of minutes. C's tiny run, then (once the run paused for it has resumed) C's next one:
     each (seconds until it ended or FULL_POOL_WAIT_S passed, the run then). The long runs are
     stopped at the end."""
-    digits = json.loads((ROOT / "examples" / "train-digits.json").read_text())
-    for node in digits["nodes"]:
-        if node["type"] == "TrainingLoop":
-            node["data"]["params"]["epochs"] = 1000
+    digits = long_graph(1000)
     walkthrough = json.loads((ROOT / "examples" / "walkthrough.json").read_text())
     long_runs = []
     for token in tokens[:4]:
@@ -232,7 +228,7 @@ async def full_pool_scenario(port: int, tokens: list[str]) -> list[tuple[float, 
     await asyncio.sleep(3)   # past LONG_RUN_S: the spares have taken the third and fourth
     c = await Client(port, tokens[4]).open()
     first = await tiny_run_waited(c, walkthrough)
-    await asyncio.sleep(1)   # nothing waits: the paused run resumes
+    await asyncio.sleep(2)   # nothing waits: the paused run resumes (workers.RESUME_QUIET_S)
     later = await tiny_run_waited(c, walkthrough)
     for client, run_id in long_runs:
         await client.call("POST", f"/api/runs/{run_id}/cancel")
@@ -248,27 +244,27 @@ def full_pool() -> list[tuple[float, dict]]:
         return asyncio.run(full_pool_scenario(port, tokens))
 
 
-def spares(matmuls: int) -> tuple[list[float], bool]:
+def spares(epochs: int) -> tuple[list[float], bool]:
     """The scenario above on a server with two workers and two spares (a 2-core server's default)."""
     var, env = server_env("codefyui-spares-", CODEFYUI_RUN_WORKERS="2", CODEFYUI_MAX_CONCURRENT_RUNS="4")
     tokens, _ = accounts(env)
     with running(var, env, tokens[0]) as (_, port, _):
-        return asyncio.run(spare_scenario(port, tokens, matmuls))
+        return asyncio.run(spare_scenario(port, tokens, epochs))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--matmuls", type=int, default=12)
+    parser.add_argument("--epochs", type=int, default=60)
     args = parser.parse_args()
     var, env = server_env("codefyui-isolation-", CODEFYUI_RUN_WORKERS="3", CODEFYUI_MAX_CONCURRENT_RUNS="3",
                           CODEFYUI_RUN_MEMORY_MAX_MB="256")
     tokens, session = accounts(env)
     with running(var, env, tokens[0]) as (_, port, _):
-        result = asyncio.run(scenario(port, tokens, session, args.matmuls))
+        result = asyncio.run(scenario(port, tokens, session, args.epochs))
     alone, loaded = result["alone"], result["loaded"]
     tiny_alone, tiny_loaded = statistics.median(alone["tiny"]), statistics.median(loaded["tiny"])
     heavy_s, heavy_status, overlapped = result["heavy"]
-    print(f"student A: {args.matmuls} MatMuls of [1500, 1500]: {heavy_status} after {heavy_s:.1f} s "
+    print(f"student A: the digit lesson, {args.epochs} epochs: {heavy_status} after {heavy_s:.1f} s "
           f"({'still computing' if overlapped else 'FINISHED'} when C's runs and pages were done)")
     print(f"student B: a [9000, 9000] random tensor past the 256 MB cap, after {result['hog'][0]:.2f} s: {result['hog'][1]}")
     print(f"student C's walkthrough run: alone median {tiny_alone:.3f} s; beside A and B median {tiny_loaded:.3f} s, "
@@ -284,12 +280,12 @@ def main() -> None:
     print(f"student C's editor page while A opens the Stats of {len(BIG_PORTS)} captures of [{BIG_SHAPE}] at once: "
           f"median {statistics.median(page) * 1e3:.1f} ms, max {max(page) * 1e3:.1f} ms (A's summaries answered in "
           f"{statistics.median(stats) * 1e3:.0f} ms)")
-    tiny, overlapped = spares(args.matmuls)
+    tiny, overlapped = spares(args.epochs)
     print(f"student C's walkthrough run while A and B each hold one of two workers with a long run "
           f"(two spares, {'both still computing' if overlapped else 'A or B FINISHED'} at the end): "
           f"median {statistics.median(tiny):.3f} s, max {max(tiny):.3f} s (the first waits until the long runs "
           "have held their workers long enough for a spare: workers.LONG_RUN_S)")
-    for (waited, run), which in zip(full_pool(), ("", " again, a second later,")):
+    for (waited, run), which in zip(full_pool(), ("", " again, two seconds later,")):
         ended = run["status"] not in ("queued", "running")
         print(f"student C's walkthrough run{which} while four students hold every worker and spare with the digit "
               f"lesson at 1000 epochs: {run['status']} after {waited:.1f} s"

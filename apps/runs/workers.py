@@ -62,6 +62,7 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 NICE = 10         # the workers' CPU priority below the server's
 LONG_RUN_S = 2.0  # a run held this long lets a spare worker take the next waiting run
 STAND_IN_IDLE_S = 120.0  # how long an idle stand-in is kept for the next run that would wait (its start takes seconds)
+RESUME_QUIET_S = 1.0     # how long nothing must have waited before a paused run resumes
 
 
 @dataclass
@@ -564,9 +565,11 @@ class WorkerPool:
     When even the spares hold long runs and runs wait (as many students as workers typed 1000
     epochs where 5 were meant), the run held longest is paused (SIGSTOP: it computes nothing,
     keeps its memory, and its deadline runs on) and a stand-in worker takes the queue. Once
-    nothing waits, paused runs resume while fewer than ``size + spares`` compute: runs computing
-    at once stay within that bound, and no worker takes a run beyond it. A paused run keeps its
-    memory, so paused runs may hold a quarter of the machine at most (``_may_pause``).
+    nothing has waited for RESUME_QUIET_S (a class presses Run in bursts: the paused run does
+    not stop and start for each of them), paused runs resume while fewer than ``size +
+    spares`` compute: runs computing at once stay within that bound, and no worker takes a run
+    beyond it. A paused run keeps its memory, so paused runs may hold a quarter of the machine
+    at most (``_may_pause``).
 
     A stand-in starts in seconds (it imports torch, on cores the long runs share), so once it
     is idle it is kept while the lanes stay full: the next run that would wait pauses a long
@@ -585,6 +588,7 @@ class WorkerPool:
         self._workers: list[_Worker] = []
         self._lock = threading.Lock()
         self._closing = False
+        self._waited = float("-inf")   # when runs last waited (the watcher's clock)
         self.replaced = 0   # workers started to replace one that ended
         self.failed_starts = 0  # workers in a row that ended before they were ready
 
@@ -772,6 +776,7 @@ class WorkerPool:
             pause = resume = None
             retire, told, spawn = [], [], False
             if waiting:
+                self._waited = now
                 starting = any(w.stand_in and not w.ready for w in live)
                 held_long = all(now - w.assignment.handed_over >= LONG_RUN_S for w in computing)
                 longest = min(computing, key=lambda w: w.assignment.handed_over, default=None)
@@ -782,7 +787,7 @@ class WorkerPool:
                     told.append((pause.assignment, PAUSED, True))
                     spawn = not idle   # else an idle worker (a stand-in kept) takes the run the pause makes room for
             else:
-                if paused and len(computing) < lanes:
+                if paused and len(computing) < lanes and now - self._waited >= RESUME_QUIET_S:
                     resume = min(paused, key=lambda w: w.paused_since)
                     told.append((resume.assignment, f"Resumed after {now - resume.paused_since:.0f} s paused", False))
                     resume.paused_since = None

@@ -220,3 +220,18 @@ def test_with_a_memory_cap_runs_are_paused_while_they_hold_a_quarter_of_what_the
     pool._workers.append(stand_in)
     pool._relieve(now=11.0)   # 900 + 900 MB paused and a stand-in's start would pass 2000 MB
     assert signals == [(0, signal.SIGSTOP)] and pool.paused() == 1
+
+
+def test_a_paused_run_resumes_only_once_nothing_has_waited_for_a_while(monkeypatch):
+    """A class presses Run in bursts: between two of its runs nothing waits for a moment, and
+    the paused run does not start and stop again for each."""
+    import signal
+    waiting = [True]
+    pool, signals, spawned = fake_pool(monkeypatch, 4, waiting)
+    pool._relieve(now=10.0)   # worker 0 paused, a stand-in starts
+    idle_stand_in(pool, since=10.2)
+    waiting[0] = False
+    pool._relieve(now=10.5)
+    assert signals == [(0, signal.SIGSTOP)]
+    pool._relieve(now=10.0 + workers.RESUME_QUIET_S)
+    assert signals[1:] == [(0, signal.SIGCONT)]
