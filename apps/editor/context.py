@@ -9,7 +9,7 @@ from itertools import islice
 from typing import Any
 
 from django.db.models import Q
-from django.template.defaultfilters import filesizeformat
+from django.template.defaultfilters import filesizeformat, pluralize
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
@@ -280,16 +280,23 @@ def server_facts() -> dict[str, Any]:
 
 
 def server_usage() -> dict[str, Any]:
-    """This Server, worded: each store's usage against its budget."""
+    """This Server, worded: the runs computing, paused and queued on the run workers, and each
+    store's usage against its budget."""
     facts = server_facts()
     runs, cache, stats = (facts["stores"][k] for k in ("run_output_store", "execution_cache", "stats_cache"))
     budget = lambda n: filesizeformat(n) if n else "unbounded"  # noqa: E731
+    w = facts["run_workers"]
+    where = (f"{w['workers']} run worker{pluralize(w['workers'])} ({w['idle']} idle)" if w["workers"]
+             else "run in the server process")
     return {**facts, "stores": [
+        ("Runs", f"{w['computing']} computing, {w['paused']} paused for others, {w['queued']} queued; {where}"),
         ("Recorded outputs", f"{runs['runs']} of {runs['max_runs']} runs, "
                              f"{filesizeformat(runs['bytes'])} of {budget(runs['max_bytes'])}"),
-        ("Execution cache", f"{cache['entries']} results of {cache['scopes']} users, "
+        ("Execution cache", f"{cache['entries']} result{pluralize(cache['entries'])} of {cache['scopes']} "
+                            f"user{pluralize(cache['scopes'])}, "
                             f"{filesizeformat(cache['bytes'])} of {filesizeformat(cache['max_bytes'])}"),
-        ("Stats cache", f"{stats['entries']} summaries, {filesizeformat(stats['bytes'])} of {budget(stats['max_bytes'])}"),
+        ("Stats cache", f"{stats['entries']} summar{pluralize(stats['entries'], 'y,ies')}, "
+                        f"{filesizeformat(stats['bytes'])} of {budget(stats['max_bytes'])}"),
     ]}
 
 

@@ -200,7 +200,7 @@ def test_the_walkthrough_fits_the_screen(screen_page):
 def test_a_failed_run_never_moves_the_toolbar(screen_page):
     """Item 1: after the walkthrough's own failing run (Reshape's default -1,784) the long
     status never moves a toolbar button, and Settings opens inside the window with Record
-    node outputs reachable."""
+    node outputs reachable, and This Server's line on the runs and run workers."""
     page, js = screen_page
     editor = Screen(page, js=js)
     editor.open_example()
@@ -222,6 +222,10 @@ def test_a_failed_run_never_moves_the_toolbar(screen_page):
     settings = editor.settings()
     editor.reachable(settings.get_by_role("checkbox", name="Record node outputs"))
     editor.shot("failed-run-settings")
+    server = settings.get_by_role("region", name="This Server")   # how busy the run workers are, whole
+    runs = server.get_by_role("listitem").filter(has_text=re.compile(r"^Runs: \d+ computing, \d+ paused for others, "))
+    editor.reachable(runs, server.get_by_role("link", name="Refresh"))
+    editor.shot("this-server")
     toolbar.locator("summary").filter(has_text="Settings").click()  # FALLBACK: a <summary> has no role
     for name, inside in (("File", "Import"), ("Select", "Create segment")):
         toolbar.locator("summary").filter(has_text=name).click()

@@ -237,6 +237,17 @@ def test_this_server_shows_version_counts_and_store_usage(student_client, tab):
     counts = f"{len(palette.catalogue())} nodes · {len(presets.available())} presets"
     assert counts in body and "Recorded outputs: 0 of 20 runs" in body and ">Refresh</a>" in body
     assert "Execution cache: 0 results of 0 users, 0\xa0bytes of 1.0\xa0GB" in body
+    assert "Runs: 0 computing, 0 paused for others, 0 queued; run in the server process" in body
+
+
+@pytest.mark.parametrize("workers, line", [(6, "Runs: 4 computing, 1 paused for others, 2 queued; 6 run workers (1 idle)"),
+                                           (1, "Runs: 4 computing, 1 paused for others, 2 queued; 1 run worker (1 idle)")])
+def test_this_server_shows_how_busy_the_run_workers_are(student_client, tab, monkeypatch, workers, line):
+    """A teacher sees why a run waits or reads "Paused for others…": the class's long runs fill the workers."""
+    from apps.runs import service
+    monkeypatch.setattr(service, "worker_usage", lambda: {"workers": workers, "spares": 2, "idle": 1, "computing": 4,
+                                                          "paused": 1, "queued": 2})
+    assert line in page(student_client, tab)
 
 
 def test_closing_a_running_tab_asks_first(student_client, tab, student):
