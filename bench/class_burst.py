@@ -30,6 +30,9 @@ With ``--against TREE`` (another checkout of this project, e.g. ``git worktree a
 HEAD~1``, run with this tree's Python) its server runs beside this one, each burst goes to both
 in turns, the order alternating, and both trees' figures and their ratio are printed: on a
 machine whose speed drifts within minutes, the only before/after comparison worth a change.
+Run it both ways round (each tree as this one): on 2026-12-05 this tree read 2-8 % slower
+than TREE in six runs, whichever of two trees was this one (p95 1.02-1.05 one way, 1.08 the
+other), a bias of the set-up, not of the code.
 Run: .venv/bin/python bench/class_burst.py [--students N] [--bursts B] [--follow] [--against TREE]
      [--codefyui BACKEND --codefyui-python PY]
 """
