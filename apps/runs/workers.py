@@ -63,6 +63,7 @@ NICE = 10         # the workers' CPU priority below the server's
 LONG_RUN_S = 2.0  # a run held this long lets a spare worker take the next waiting run
 STAND_IN_IDLE_S = 120.0  # how long an idle stand-in is kept for the next run that would wait (its start takes seconds)
 RESUME_QUIET_S = 1.0     # how long nothing must have waited before a paused run resumes
+STAND_IN_RETRY_S = 30.0  # after a stand-in failed to start, how long no run is paused for another
 
 
 @dataclass
@@ -548,6 +549,21 @@ def _signal(worker: _Worker, sig: int) -> None:
         pass   # it ended meanwhile: its reader fails its run
 
 
+def _resumed(worker: _Worker, now: float) -> tuple:
+    """Mark a paused worker's run resumed (under the pool's lock): what its log is told."""
+    told = (worker.assignment, f"Resumed after {now - worker.paused_since:.0f} s paused", False)
+    worker.paused_since = None
+    return told
+
+
+def _tell_runs(told: list[tuple]) -> None:
+    """Each (assignment, text, paused) as a warning in the run's log: its log and status say
+    why its progress stands still, or that it goes on."""
+    for assignment, text, now_paused in told:
+        assignment.emit(ev.Event(ev.LOG, assignment.run_id, text=text, level="warning",
+                                 data={"paused": now_paused, "device": assignment.device}))
+
+
 def _tell(worker: _Worker, *message) -> None:
     try:
         worker.send(*message)
@@ -576,7 +592,8 @@ class WorkerPool:
     run again and goes to it at once, instead of waiting for a stand-in of its own every time
     during the minutes those runs last. It exits once a lane is free and nothing is paused, or
     after STAND_IN_IDLE_S idle. One starts only while no worker is idle, so there are never
-    more stand-ins than runs that may be paused at once."""
+    more stand-ins than runs that may be paused at once. One that ends before it is ready
+    gives its paused run back (``_stand_in_lost``)."""
 
     def __init__(self, size: int, memory_max_mb: int, threads: int, on_free: Callable[[], None], spares: int = 0,
                  waiting: Callable[[], bool] = lambda: False):
@@ -589,6 +606,7 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._closing = False
         self._waited = float("-inf")   # when runs last waited (the watcher's clock)
+        self._stand_in_failed = float("-inf")   # when a stand-in last ended before it was ready
         self.replaced = 0   # workers started to replace one that ended
         self.failed_starts = 0  # workers in a row that ended before they were ready
 
@@ -752,6 +770,9 @@ class WorkerPool:
             self._workers.remove(worker)
         if assignment is not None:
             assignment.end(*(worker.ending or (ev.RUN_FAILED, WORKER_STOPPED)))
+        if worker.stand_in and not worker.ready and not self._closing:
+            log.error("a stand-in run worker exited during start-up with code %s", worker.process.exitcode)
+            self._stand_in_lost(time.monotonic())
         if self._closing or worker.stand_in:   # a stand-in was one more than the pool keeps
             return
         if not worker.ready:  # it never started (a broken install?): do not spin
@@ -777,10 +798,11 @@ class WorkerPool:
             retire, told, spawn = [], [], False
             if waiting:
                 self._waited = now
-                starting = any(w.stand_in and not w.ready for w in live)
+                may_start = (not any(w.stand_in and not w.ready for w in live)
+                             and now - self._stand_in_failed >= STAND_IN_RETRY_S)
                 held_long = all(now - w.assignment.handed_over >= LONG_RUN_S for w in computing)
                 longest = min(computing, key=lambda w: w.assignment.handed_over, default=None)
-                if (longest is not None and held_long and (idle or not starting) and not self._takers()
+                if (longest is not None and held_long and (idle or may_start) and not self._takers()
                         and self._may_pause(paused, longest, starts_one=not idle)):
                     pause = longest
                     pause.paused_since = now
@@ -789,8 +811,7 @@ class WorkerPool:
             else:
                 if paused and len(computing) < lanes and now - self._waited >= RESUME_QUIET_S:
                     resume = min(paused, key=lambda w: w.paused_since)
-                    told.append((resume.assignment, f"Resumed after {now - resume.paused_since:.0f} s paused", False))
-                    resume.paused_since = None
+                    told.append(_resumed(resume, now))
                 lane_free = not paused and len(computing) < lanes
                 retire = [w for w in idle if w.stand_in and (lane_free or now - w.idle_since >= STAND_IN_IDLE_S)]
                 for worker in retire:
@@ -800,13 +821,24 @@ class WorkerPool:
         for worker, sig in ((pause, signal.SIGSTOP), (resume, signal.SIGCONT)):
             if worker is not None:
                 _signal(worker, sig)
-        for assignment, text, now_paused in told:   # its log and status say why its progress stands still
-            assignment.emit(ev.Event(ev.LOG, assignment.run_id, text=text, level="warning",
-                                     data={"paused": now_paused, "device": assignment.device}))
+        _tell_runs(told)
         if spawn:
             self._spawn(spare=False, stand_in=True)
         elif pause is not None:
             self._on_free()   # the scheduler hands the waiting run to the idle worker
+
+    def _stand_in_lost(self, now: float) -> None:
+        """A stand-in ended before it was ready (the machine out of memory?): the run paused
+        last, for it, resumes, and for STAND_IN_RETRY_S no run is paused for another stand-in,
+        so that runs are not paused one after another for stand-ins that never come."""
+        with self._lock:
+            self._stand_in_failed = now
+            paused = [w for w in self._workers if w.paused_since is not None and w.ending is None]
+            resume = max(paused, key=lambda w: w.paused_since, default=None)
+            told = [_resumed(resume, now)] if resume is not None else []
+        if resume is not None:
+            _signal(resume, signal.SIGCONT)
+        _tell_runs(told)
 
     def _may_pause(self, paused: list[_Worker], candidate: _Worker, starts_one: bool) -> bool:
         """Whether one more run may be paused (under the lock). Paused runs keep their memory:

@@ -79,6 +79,29 @@ def test_a_paused_run_can_be_stopped(pool, student, stranger, tmp_path):
     assert service.wait_for(waiting.pk).status == "succeeded"
 
 
+def test_a_stand_in_killed_while_it_starts_gives_the_paused_run_back_and_another_takes_the_queue(
+        pool, student, stranger, tmp_path, monkeypatch):
+    import os
+    import signal
+    monkeypatch.setattr(workers, "STAND_IN_RETRY_S", 0.5)
+    long_run = start(student, graph("test:Hold", path=str(tmp_path / "long")))
+    held_by = started_in(tmp_path / "long")
+    waiting = start(stranger, graph("test:Hold", path=str(tmp_path / "short")))
+    first = until(lambda: [pid for pid in pool.pids() if pid != held_by], "a stand-in started")[0]
+    os.kill(first, signal.SIGKILL)   # before it is ready: it imports torch for a second or more
+    until(lambda: first not in pool.pids(), "the pool saw it end")
+    taken_by = started_in(tmp_path / "short")   # by the next stand-in, the long run paused again
+    assert taken_by not in (first, held_by) and stopped(held_by)
+    release(tmp_path / "short")
+    assert service.wait_for(waiting.pk).status == "succeeded"
+    release(tmp_path / "long")
+    until(lambda: not stopped(held_by), "the long run resumed")
+    long_run = service.wait_for(long_run.pk)
+    assert long_run.status == "succeeded"
+    told = [row["text"] for row in long_run.log if row["level"] == "warning"]
+    assert told[:3] == [workers.PAUSED, told[1], workers.PAUSED] and told[1].startswith("Resumed after ")
+
+
 class FakeProcess:
     def __init__(self, pid: int):
         self.pid = pid
@@ -235,3 +258,20 @@ def test_a_paused_run_resumes_only_once_nothing_has_waited_for_a_while(monkeypat
     assert signals == [(0, signal.SIGSTOP)]
     pool._relieve(now=10.0 + workers.RESUME_QUIET_S)
     assert signals[1:] == [(0, signal.SIGCONT)]
+
+
+def test_a_stand_in_that_never_starts_gives_its_paused_run_back(monkeypatch):
+    """A stand-in that ends before it is ready (the machine out of memory) leaves no run paused
+    for it, and for a while no run is paused for another: else one run after another would be
+    paused for stand-ins that never come."""
+    import signal
+    pool, signals, spawned = fake_pool(monkeypatch, 4, [True])
+    pool._relieve(now=10.0)
+    assert signals == [(0, signal.SIGSTOP)] and spawned == [True]
+    pool._stand_in_lost(now=10.5)
+    assert signals[1:] == [(0, signal.SIGCONT)] and pool.paused() == 0
+    assert pool._workers[0].assignment.told == [workers.PAUSED, "Resumed after 0 s paused"]
+    pool._relieve(now=11.0)
+    assert len(signals) == 2 and spawned == [True]   # runs wait, but no stand-in is tried again yet
+    pool._relieve(now=10.5 + workers.STAND_IN_RETRY_S)
+    assert signals[-1] == (0, signal.SIGSTOP) and spawned == [True, True]
