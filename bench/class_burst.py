@@ -26,6 +26,11 @@ With ``--follow`` each student's page also follows their run through its socket 
 token, as a script may), as the editor in a browser does: what a class in front of the
 editor costs, printed as ``class_burst_followed_p95_s``.
 
+With ``--one-request`` each student submits and waits in one request, ``POST
+/api/runs?wait=30``, as CodefyUI's own run endpoint answers (its burst below is one request a
+run too), printed as ``class_burst_one_request_p95_s``; the issue's figure is the two
+requests above.
+
 With ``--against TREE`` (another checkout of this project, e.g. ``git worktree add /tmp/before
 HEAD~1``, run with this tree's Python) its server runs beside this one, each burst goes to both
 in turns, the order alternating, and both trees' figures and their ratio are printed: on a
@@ -33,7 +38,7 @@ machine whose speed drifts within minutes, the only before/after comparison wort
 Run it both ways round (each tree as this one): on 2026-12-05 this tree read 2-8 % slower
 than TREE in six runs, whichever of two trees was this one (p95 1.02-1.05 one way, 1.08 the
 other), a bias of the set-up, not of the code.
-Run: .venv/bin/python bench/class_burst.py [--students N] [--bursts B] [--follow] [--against TREE]
+Run: .venv/bin/python bench/class_burst.py [--students N] [--bursts B] [--follow | --one-request] [--against TREE]
      [--codefyui BACKEND --codefyui-python PY]
 """
 from __future__ import annotations
@@ -91,8 +96,10 @@ class Client:
     """One student's HTTP/1.1 connection, kept alive, with their token (in ``auth``'s header);
     ``follow``: their page follows each run they submit through its socket, as the editor does."""
 
-    def __init__(self, port: int, token: str, auth: str = "Authorization: Bearer ", follow: bool = False):
+    def __init__(self, port: int, token: str, auth: str = "Authorization: Bearer ", follow: bool = False,
+                 one_request: bool = False):
         self.port, self.token, self.auth, self.follow = port, token, auth + token, follow
+        self.one_request = one_request   # submit and wait in one request (POST /api/runs?wait=30)
 
     async def open(self) -> "Client":
         self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
@@ -109,11 +116,13 @@ class Client:
     async def run(self, doc: dict, options: dict) -> tuple[float, dict]:
         """Submit, then wait for the end: (seconds from submit to terminal status, the run)."""
         started = time.perf_counter()
-        status, body = await self.call("POST", "/api/runs", json.dumps({"graph": doc, "options": options}).encode())
-        assert status == 202, (status, body)
-        page = asyncio.ensure_future(follow(self.port, self.token, body["run_id"])) if self.follow else None
+        submit = "/api/runs?wait=30" if self.one_request else "/api/runs"
+        status, run = await self.call("POST", submit, json.dumps({"graph": doc, "options": options}).encode())
+        assert status == (200 if self.one_request else 202), (status, run)
+        page = asyncio.ensure_future(follow(self.port, self.token, run["run_id"])) if self.follow else None
         while True:
-            _, run = await self.call("GET", f"/api/runs/{body['run_id']}?wait=30")
+            if run["status"] in ("queued", "running"):
+                _, run = await self.call("GET", f"/api/runs/{run['run_id']}?wait=30")
             if run["status"] not in ("queued", "running"):
                 seconds = time.perf_counter() - started
                 if page is not None:
@@ -244,8 +253,9 @@ async def follow(port: int, token: str, run_id: str, timeout: float = 60) -> Non
         writer.close()
 
 
-async def burst(port: int, tokens: list[str], doc: dict, options: dict, follow: bool = False) -> list[float]:
-    clients = [await Client(port, t, follow=follow).open() for t in tokens]
+async def burst(port: int, tokens: list[str], doc: dict, options: dict, follow: bool = False,
+                one_request: bool = False) -> list[float]:
+    clients = [await Client(port, t, follow=follow, one_request=one_request).open() for t in tokens]
     results = await asyncio.gather(*(c.run(doc, options) for c in clients))
     for c in clients:
         c.close()
@@ -388,11 +398,15 @@ def main() -> None:
     parser.add_argument("--bursts", type=int, default=5, help="bursts of each kind; the figures are their median")
     parser.add_argument("--follow", action="store_true", help="each student's page follows their run through its "
                         "socket, as the editor does (the figure is then class_burst_followed_p95_s)")
+    parser.add_argument("--one-request", action="store_true", help="each student submits and waits in one request, "
+                        "POST /api/runs?wait=30 (the figure is then class_burst_one_request_p95_s)")
     parser.add_argument("--against", type=Path, metavar="TREE", help="another checkout of this project (git worktree "
                         "add), served side by side with its bursts in turns with this one's")
     parser.add_argument("--codefyui", type=Path, metavar="BACKEND", help="CodefyUI's backend/ folder, to burst side by side")
     parser.add_argument("--codefyui-python", default=sys.executable, metavar="PY", help="a Python with its requirements")
     args = parser.parse_args()
+    if args.follow and args.one_request:
+        parser.error("--follow needs the run's id before its end: not with --one-request")
     n, bursts = args.students, args.bursts
     cnn = json.loads((ROOT / "examples" / "cnn.json").read_text())
     walkthrough = json.loads((ROOT / "examples" / "walkthrough.json").read_text())
@@ -407,7 +421,7 @@ def main() -> None:
                 group = slice((2 * i + k) * n, (2 * i + k + 1) * n)
                 for s, served in pairs if (i + k) % 2 == 0 else pairs[::-1]:
                     before = cpu_ms(s.process.pid)
-                    times = asyncio.run(burst(s.port, s.tokens[group], cnn, options, args.follow))
+                    times = asyncio.run(burst(s.port, s.tokens[group], cnn, options, args.follow, args.one_request))
                     served[kind].append(
                         (statistics.median(times), percentile(times, 0.95), spent(before, cpu_ms(s.process.pid), n)))
         figures = [{kind: over_bursts(each) for kind, each in r.items()} for r in runs]
@@ -417,6 +431,7 @@ def main() -> None:
             spy.wait(30)
     print(f"{n} students submit examples/cnn.json at once through the JSON API and wait with ?wait= "
           f"{'(each page following its run through the run socket) ' if args.follow else ''}"
+          f"{'(in one request, POST /api/runs?wait=30) ' if args.one_request else ''}"
           f"({ours.workers['workers']} run workers, {os.cpu_count()} cores), {bursts} bursts of each kind")
     report("", figures[0], n)
     ratio = figures[0]["seeded"][1] / figures[0]["unseeded"][1]
@@ -434,7 +449,8 @@ def main() -> None:
               f"p95 {p95 / their_p95:.2f}×, CPU {sum(figures[0]['unseeded'][2]) / cpu:.2f}× (unseeded)")
     print(f"one walkthrough run alone ({ALONE_RUNS} one after another): median {alone:.3f} s, server CPU "
           f"{sum(alone_cpu):.1f} ms per run ({alone_cpu[0]:.1f} server process + {alone_cpu[1]:.1f} run workers)")
-    print(f"figure: class_burst{'_followed' if args.follow else ''}_p95_s = {p95:.3f}")
+    kind = "_followed" if args.follow else "_one_request" if args.one_request else ""
+    print(f"figure: class_burst{kind}_p95_s = {p95:.3f}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""POST /api/runs, GET/DELETE /api/runs/{id}[?wait=S], POST /api/runs/{id}/cancel."""
+"""POST /api/runs[?wait=S], GET/DELETE /api/runs/{id}[?wait=S], POST /api/runs/{id}/cancel."""
 from __future__ import annotations
 
+import json
 import math
 import re
 from urllib.parse import parse_qs
@@ -36,21 +37,53 @@ def wait_for_runs(app):
     no thread, until the run ends or S seconds pass, then lets the view answer with the run's
     state then (every sync view shares one thread: a wait there would stall every student).
     The view decides who may see the run and answers a malformed wait; a run id is a random
-    UUID, so a wait on an id one does not own only delays one's own 404."""
+    UUID, so a wait on an id one does not own only delays one's own 404.
+
+    ``POST /api/runs?wait=S`` submits the run as without it and, once it is accepted, answers
+    the same way, what ``GET /api/runs/{id}`` answers then: a script runs a graph and reads
+    its end in one request (each request costs the server as much as a small run)."""
 
     async def middleware(scope, receive, send):
-        if scope["type"] == "http" and scope["method"] == "GET":
-            match = _RUN_PATH.fullmatch(scope["path"])
-            raw = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("wait") if match else None
-            if raw:
-                try:
-                    seconds = wait_seconds(raw[0])
-                except ValueError:
-                    seconds = 0.0
+        if scope["type"] == "http":
+            if scope["method"] == "POST" and scope["path"] == "/api/runs" and (seconds := _wait(scope)):
+                return await _submit_and_wait(app, scope, receive, send, seconds)
+            if scope["method"] == "GET" and (match := _RUN_PATH.fullmatch(scope["path"])) and (seconds := _wait(scope)):
                 await service.until_finished(match[1], seconds)
         await app(scope, receive, send)
 
     return middleware
+
+
+def _wait(scope) -> float:
+    """The seconds a request's ``?wait=`` asks for; 0 when it asks none, or nothing a view accepts (the view says so)."""
+    raw = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("wait")
+    try:
+        return wait_seconds(raw[0]) if raw else 0.0
+    except ValueError:
+        return 0.0
+
+
+async def _submit_and_wait(app, scope, receive, send, seconds: float) -> None:
+    """POST /api/runs?wait=S: the view's answer is kept; a run it accepted is waited for, and
+    GET /api/runs/{id} answers in its place (its owner's, with the same credentials)."""
+    answer: list[dict] = []
+
+    async def keep(message: dict) -> None:
+        answer.append(message)
+
+    await app(scope, receive, keep)
+    if answer[0]["status"] != 202:   # refused: the view's own answer
+        for message in answer:
+            await send(message)
+        return
+    run_id = json.loads(b"".join(m.get("body", b"") for m in answer[1:]))["run_id"]
+    await service.until_finished(run_id, seconds)
+    path = f"/api/runs/{run_id}"
+
+    async def no_body() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    await app({**scope, "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b""}, no_body, send)
 
 
 def run_json(run: Run) -> dict:
@@ -68,6 +101,9 @@ def run_json(run: Run) -> dict:
 
 @api("POST")
 def runs(request: HttpRequest) -> HttpResponse:
+    """Submit a run: 202 with its id; with ``?wait=S``, the run's state once it ends or S
+    seconds pass (``wait_for_runs``)."""
+    _check_wait(request)
     body = json_body(request)
     if not isinstance(body, dict) or "graph" not in body:
         raise ApiError(400, "Send {\"graph\": <graph id or graph document>, \"options\": {...}}")
@@ -99,11 +135,15 @@ def run_detail(request: HttpRequest, run_id: UUID) -> HttpResponse:
         except service.RunConflict as exc:
             raise ApiError(409, str(exc)) from None
         return HttpResponse(status=204)
-    try:  # the waiting itself happened before the view (wait_for_runs)
+    _check_wait(request)   # the waiting itself happened before the view (wait_for_runs)
+    return json_response(run_json(run))
+
+
+def _check_wait(request: HttpRequest) -> None:
+    try:
         wait_seconds(request.GET.get("wait"))
     except ValueError:
         raise ApiError(400, f"wait must be a number of seconds from 0 to {MAX_WAIT_S}") from None
-    return json_response(run_json(run))
 
 
 @api("POST")

@@ -246,18 +246,20 @@ def test_session_posts_need_the_csrf_token(student):
     assert post(client, "/api/graphs", {"nodes": [], "edges": []}).status_code == 403
 
 
-async def asgi_get(path: str, token: str) -> tuple[int, dict]:
+async def asgi_get(path: str, token: str, method: str = "GET", data: dict | None = None) -> tuple[int, dict]:
+    """A request through the server's ASGI stack for ?wait= (not the test client's WSGI one)."""
     from asgiref.testing import ApplicationCommunicator
 
     from apps.runs.api import wait_for_runs
     from codefyui.handler import SyncStackASGIHandler
     route, _, query = path.partition("?")
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
              "path": route, "raw_path": route.encode(), "query_string": query.encode(), "root_path": "",
-             "headers": [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {token}".encode())],
+             "headers": [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {token}".encode()),
+                         (b"content-type", b"application/json")],
              "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
     instance = ApplicationCommunicator(wait_for_runs(SyncStackASGIHandler()), scope)
-    await instance.send_input({"type": "http.request", "body": b""})
+    await instance.send_input({"type": "http.request", "body": json.dumps(data).encode() if data is not None else b""})
     start = await instance.receive_output(40)
     body = await instance.receive_output(40)
     return start["status"], json.loads(body["body"])
@@ -284,6 +286,38 @@ async def test_wait_answers_as_soon_as_the_run_ends_or_after_the_seconds_asked(s
     assert status == 200 and body["status"] == "succeeded" and body["nodes"]["node"]["status"] == "completed"
     status, body = await asgi_get(f"/api/runs/{run.pk}?wait=soon", token)
     assert status == 400 and body["detail"] == "wait must be a number of seconds from 0 to 30"
+
+
+@pytest.mark.asyncio
+async def test_a_script_submits_a_run_and_reads_its_end_in_one_request(student, tmp_path):
+    """POST /api/runs?wait=S answers, once the run ends or S seconds pass, what GET
+    /api/runs/{id} answers then; it waits on the event loop too."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+
+    from tests.runs.worker_nodes import graph
+    token = await sync_to_async(ApiToken.issue)(student)
+    held = graph("test:Hold", path=str(tmp_path / "held"))
+    waiting = asyncio.ensure_future(asgi_get("/api/runs?wait=25", token, "POST", {"graph": held}))
+    status, body = await asgi_get("/api/health", token)   # another request is served meanwhile
+    assert status == 200 and not waiting.done()
+    (tmp_path / "held.go").touch()
+    status, body = await waiting
+    assert status == 200 and body["status"] == "succeeded" and body["nodes"]["node"]["status"] == "completed"
+    assert body["log"][-1]["text"] == "Execution completed successfully"
+
+    status, body = await asgi_get("/api/runs?wait=0.2", token, "POST", {"graph": graph("test:Hold", path=str(tmp_path / "h2"))})
+    assert status == 200 and body["status"] in ("queued", "running")   # its state after 0.2 s
+    (tmp_path / "h2.go").touch()
+    await sync_to_async(service.wait_for)(body["run_id"])
+
+    runs = await sync_to_async(Run.objects.count)()
+    status, body = await asgi_get("/api/runs?wait=soon", token, "POST", {"graph": held})
+    assert status == 400 and body["detail"] == "wait must be a number of seconds from 0 to 30"
+    status, body = await asgi_get("/api/runs?wait=5", token, "POST", {"graph": {"nodes": "no"}})
+    assert status == 400   # refused at once, as without ?wait
+    assert await sync_to_async(Run.objects.count)() == runs   # neither started a run
 
 
 def test_stopping_a_queued_run_takes_it_out_of_the_queue(student, tmp_path):
