@@ -159,13 +159,19 @@ def idle_stand_in(pool, pid: int = 10, since: float = 0.0) -> workers._Worker:
     return stand_in
 
 
+def busy_stand_in(pool, pid: int, handed_over: float) -> workers._Worker:
+    """A stand-in that took a waiting run, which has become a long one too."""
+    stand_in = idle_stand_in(pool, pid)
+    stand_in.assignment = FakeAssignment(handed_over, f"r{pid}")
+    return stand_in
+
+
 def test_once_nothing_waits_paused_runs_resume_within_the_lanes_and_the_stand_in_is_kept(monkeypatch):
     import signal
     waiting = [True]
     pool, signals, spawned = fake_pool(monkeypatch, 4, waiting)
     pool._relieve(now=10.0)   # worker 0 paused
-    stand_in = idle_stand_in(pool)
-    stand_in.assignment = FakeAssignment(10.0, "r10")
+    stand_in = busy_stand_in(pool, 10, handed_over=10.0)
     waiting[0] = False
     pool._relieve(now=11.0)   # the stand-in still computes: four lanes busy, nothing resumes
     assert signals == [(0, signal.SIGSTOP)]
@@ -226,9 +232,7 @@ def test_with_a_memory_cap_runs_are_paused_while_they_hold_a_quarter_of_what_the
         worker.idle_rss = 250 * mb
     for k in range(4):
         pool._relieve(now=10.0 + k)
-        stand_in = workers._Worker(FakeProcess(10 + k), None, spare=False, stand_in=True)
-        stand_in.ready, stand_in.assignment = True, FakeAssignment(5.0 + k, f"r1{k}")   # it took a long run
-        pool._workers.append(stand_in)
+        busy_stand_in(pool, 10 + k, handed_over=5.0 + k)
     assert [sig for _, sig in signals] == [signal.SIGSTOP] * 4 and pool.paused() == 4 and spawned == [True] * 4
     pool._relieve(now=20.0)
     assert pool.paused() == 4   # as many as the lanes: no more
@@ -238,9 +242,7 @@ def test_with_a_memory_cap_runs_are_paused_while_they_hold_a_quarter_of_what_the
         worker.idle_rss = 250 * mb
     resident.update({0: 900 * mb, 1: 900 * mb})   # runs that grew large
     pool._relieve(now=10.0)
-    stand_in = workers._Worker(FakeProcess(10), None, spare=False, stand_in=True)
-    stand_in.ready, stand_in.assignment = True, FakeAssignment(5.0, "r10")
-    pool._workers.append(stand_in)
+    busy_stand_in(pool, 10, handed_over=5.0)
     pool._relieve(now=11.0)   # 900 + 900 MB paused and a stand-in's start would pass 2000 MB
     assert signals == [(0, signal.SIGSTOP)] and pool.paused() == 1
 
