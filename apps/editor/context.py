@@ -48,7 +48,7 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         "confirm_close": request.GET.get("confirm_close") == "1",
         "confirm_reset": request.GET.get("confirm_reset") == "1",
     }
-    context.update(runs_panel(request))
+    context.update(runs_panel(request, later=bool(tab) and bool(request.htmx)))
     enabled = PackSwitch.enabled_packs()
     context["pack_counts"] = centers.counts(enabled)
     if tab is None:
@@ -325,9 +325,15 @@ def palette_html(categories: list[tuple[str, list]], tooltips: bool) -> str:
     return html
 
 
-def runs_panel(request) -> dict[str, Any]:
+def runs_panel(request, later: bool = False) -> dict[str, Any]:
+    """The Runs panel's runs (at most 50, as the filter asks). ``later``: an htmx re-render of
+    the editor, whose panel is closed unless a filter is chosen: its runs are not read now but
+    fetched when it opens (``views.runs.runs_body``). Every action re-renders the editor, and a
+    class's students each have tens of runs: their rows were a fifth of the page's time."""
     wanted = request.GET.get("runs", "all")
     wanted = wanted if wanted in RUN_FILTERS else "all"
+    if later and wanted == "all":
+        return {"runs_filter": wanted, "run_filters": RUN_FILTERS, "runs": [], "runs_later": True}
     runs = visible_to(Run.objects, request.user)
     if wanted != "all":
         # An unfinished run's row may be up to 0.25 s behind its recorder (a started run

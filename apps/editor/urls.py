@@ -43,6 +43,7 @@ urlpatterns = [
     path("<int:tab_id>/settings", settings.tab_settings, name="tab-settings"),
     path("<int:tab_id>/weights/reset", settings.weights_reset, name="weights-reset"),
     path("<int:tab_id>/run", runs.run, name="run"),
+    path("<int:tab_id>/runs", runs.runs_body, name="runs-body"),
     path("<int:tab_id>/layout", nodes.layout, name="layout"),
     path("<int:tab_id>/nodes/add", nodes.node_add, name="node-add"),
     path("<int:tab_id>/nodes/delete", nodes.nodes_delete, name="nodes-delete"),

@@ -321,3 +321,32 @@ def test_a_school_laptop_sees_several_runs_at_once(nojs_page: Page):
             assert button.evaluate(INSIDE_WINDOW), (button.bounding_box(), page.viewport_size)
     editor.fits()
     editor.shot("runs")
+
+
+def test_the_runs_panel_shows_its_rows_when_opened(screen_page):
+    """Each action re-renders the editor; under htmx the closed Runs panel comes without its
+    rows and fetches them when opened (without JavaScript every page has them): they show
+    inside the window at both sizes, and their buttons work."""
+    page, js = screen_page
+    editor = Screen(page, js=js)
+    editor.open_example()
+    run = page.get_by_role("toolbar", name="Graph").get_by_role("button", name="Run", exact=True)
+    for _ in range(2):
+        editor.use(run)
+        expect(editor.run_status()).to_contain_text("Run succeeded", timeout=RUN_TIMEOUT_MS)
+        if js:
+            page.wait_for_function(f"() => {editor.SETTLED}")
+        else:
+            expect(page.locator('meta[http-equiv="refresh"]')).to_have_count(0, timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#runs-body[hx-get]")).to_have_count(1 if js else 0)   # under htmx: not fetched yet
+    page.locator("summary").filter(has_text="Runs").click()  # FALLBACK: a <summary> has no role
+    rows = page.get_by_role("table").filter(has=page.get_by_role("columnheader", name="Duration")).get_by_role("row")
+    expect(rows).to_have_count(3)   # the header and two runs
+    editor.reachable(rows.nth(2).get_by_role("button", name="Inspect"))
+    editor.shot("runs-opened")
+    first = rows.nth(2).get_by_role("cell").first.inner_text().split()[0]   # the older run's short id
+    editor.use(rows.nth(2).get_by_role("button", name="Inspect"))
+    if js:
+        page.wait_for_function(f"() => {editor.SETTLED}")
+    state = page.locator("#editor").get_attribute("data-state")
+    assert f"run={first}" in state, (first, state)   # the Inspector reads that run now

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -298,6 +299,26 @@ def test_runs_panel_filters_and_deletes(student_client, student, tab):
     assert body.count('class="status-failed"') == 1 and "status-succeeded" not in body
     student_client.post(f"/editor/runs/{done.pk}/delete", {"_tab": tab.pk})
     assert not Run.objects.filter(pk=done.pk).exists()
+
+
+def test_an_htmx_re_render_fetches_the_closed_runs_panels_rows_when_it_opens(student_client, student, stranger, tab):
+    """Every action re-renders the editor under htmx: its closed Runs panel comes without its
+    rows (a class's students have tens of runs each), and fetches them when opened, with
+    forms that carry the page's state. A page load, or a chosen filter, has them at once."""
+    mine = Run.objects.create(owner=student, status=Run.Status.SUCCEEDED)
+    Run.objects.create(owner=stranger, status=Run.Status.SUCCEEDED)
+    htmx = student_client.get(url(tab) + f"?run={mine.pk}", HTTP_HX_REQUEST="true").content.decode()
+    assert "Loading the runs…" in htmx and f"/editor/runs/{mine.pk}/open" not in htmx
+    fetch = re.search(r'id="runs-body" hx-get="([^"]+)"', htmx)[1]
+    assert fetch == f"/editor/{tab.pk}/runs?run={mine.pk}"
+    rows = student_client.get(fetch.replace("&amp;", "&"), HTTP_HX_REQUEST="true").content.decode()
+    assert rows.startswith('<div id="runs-body">') and rows.count("<tr>") == 2   # the header, and mine only
+    assert f'action="/editor/runs/{mine.pk}/open"' in rows and f'name="_state" value="run={mine.pk}"' in rows
+    assert f'name="_tab" value="{tab.pk}"' in rows
+    for full in (page(student_client, tab),
+                 student_client.get(url(tab) + "?runs=succeeded", HTTP_HX_REQUEST="true").content.decode()):
+        assert f"/editor/runs/{mine.pk}/open" in full and "Loading the runs…" not in full
+    assert student_client.get(f"/editor/{tab.pk + 1000}/runs").status_code == 404
 
 
 def test_runs_panel_says_a_short_runs_duration_in_milliseconds(student_client, student, tab):

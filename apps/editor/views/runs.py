@@ -5,14 +5,15 @@ from uuid import UUID
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from apps.runs import service
 from apps.runs.models import Run
 from codefyui.access import get_visible, visible_to
 
+from ..context import runs_panel
 from ..models import Tab
 from ..prefs import Prefs
 from ..state import PageState
@@ -34,6 +35,14 @@ def run(request: HttpRequest, tab_id: int) -> HttpResponse:
     tab.last_run = started
     tab.save(update_fields=["last_run"])
     return back(request, tab, run=str(started.id), view="")  # a new run opens on the Inspector
+
+
+@require_GET
+def runs_body(request: HttpRequest, tab_id: int) -> HttpResponse:
+    """The Runs panel's rows, fetched when it opens after an htmx re-render of the editor
+    (``context.runs_panel``); its forms carry the page's state, which the fetch's query is."""
+    return render(request, "editor/_runs_body.html", {
+        **runs_panel(request), "tab": get_tab(request, tab_id), "state": PageState.of(request)})
 
 
 def _run_action(request: HttpRequest, run_id: UUID, action) -> HttpResponse:
