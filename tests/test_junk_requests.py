@@ -13,7 +13,7 @@ from django.test import Client
 from apps.editor.models import Tab
 from apps.graphs import document
 from apps.graphs.models import Graph
-from tests.test_isolation import HTTP_ROUTES, theirs, url_for  # noqa: F401  (theirs: the fixture)
+from tests.test_isolation import HTTP_ROUTES, owner, theirs, url_for  # noqa: F401  (owner, theirs: fixtures)
 
 JUNK = ("99999999999999999999999", "-1", "x" * 3000, "\x00", "%ff", "1,,2,", "NaN", "../../etc/passwd")
 # what the views read from a query string or a form, by name (grep request.GET / request.POST)
@@ -22,11 +22,6 @@ NAMES = ("node", "port", "key", "slice", "epoch", "step", "run", "runs", "q", "p
          "graph", "_tab", "title", "label", "example", "source", "target", "source_port", "target_port",
          "value", "name", "x", "y", "type", "kind", "index", "direction", "confirm", "revision", "params",
          "document", "layers", "code", "settings", "segment", "head", "tail", "text", "device", "seed")
-
-
-@pytest.fixture
-def owner(django_user_model):
-    return django_user_model.objects.create_user("owner-q7xmarker")
 
 
 @pytest.mark.django_db

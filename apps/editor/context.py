@@ -333,7 +333,7 @@ def runs_panel(request, later: bool = False) -> dict[str, Any]:
     wanted = request.GET.get("runs", "all")
     wanted = wanted if wanted in RUN_FILTERS else "all"
     if later and wanted == "all":
-        return {"runs_filter": wanted, "run_filters": RUN_FILTERS, "runs": [], "runs_later": True}
+        return {"runs_filter": wanted, "runs_later": True}
     runs = visible_to(Run.objects, request.user)
     if wanted != "all":
         # An unfinished run's row may be up to 0.25 s behind its recorder (a started run

@@ -635,13 +635,18 @@ class WorkerPool:
     def _idle(self) -> list[_Worker]:
         return [w for w in self._workers if w.ready and not w.retiring and w.assignment is None]
 
+    @property
+    def _lanes(self) -> int:
+        """Runs that may compute at once: the workers and spares the pool keeps."""
+        return self.size + self.spares
+
     def _computing(self) -> list[_Worker]:
         return [w for w in self._workers if w.assignment is not None and w.paused_since is None]
 
     def _takers(self) -> list[_Worker]:
         """The idle workers that may take a run now, stand-ins after the pool's own and spares
         last; none while ``size + spares`` runs compute (under the lock)."""
-        if len(self._computing()) >= self.size + self.spares:
+        if len(self._computing()) >= self._lanes:
             return []
         idle = sorted(self._idle(), key=lambda w: w.stand_in)
         takers = [w for w in idle if not w.spare]
@@ -793,7 +798,6 @@ class WorkerPool:
             paused = [w for w in live if w.paused_since is not None]
             computing = [w for w in live if w.assignment is not None and w.paused_since is None]
             idle = [w for w in live if w.ready and w.assignment is None]
-            lanes = self.size + self.spares
             pause = resume = None
             retire, told, spawn = [], [], False
             if waiting:
@@ -809,10 +813,10 @@ class WorkerPool:
                     told.append((pause.assignment, PAUSED, True))
                     spawn = not idle   # else an idle worker (a stand-in kept) takes the run the pause makes room for
             else:
-                if paused and len(computing) < lanes and now - self._waited >= RESUME_QUIET_S:
+                if paused and len(computing) < self._lanes and now - self._waited >= RESUME_QUIET_S:
                     resume = min(paused, key=lambda w: w.paused_since)
                     told.append(_resumed(resume, now))
-                lane_free = not paused and len(computing) < lanes
+                lane_free = not paused and len(computing) < self._lanes
                 retire = [w for w in idle if w.stand_in and (lane_free or now - w.idle_since >= STAND_IN_IDLE_S)]
                 for worker in retire:
                     worker.retiring = True
@@ -846,15 +850,14 @@ class WorkerPool:
         runs may grow to (the memory cap's default shares half the machine among them, so
         this is a quarter of it), and at most as many as there are lanes. Without a memory
         cap, half the lanes."""
-        lanes = self.size + self.spares
         if not self.memory_max_mb:
-            return len(paused) < max(1, lanes // 2)
-        if len(paused) >= lanes:
+            return len(paused) < max(1, self._lanes // 2)
+        if len(paused) >= self._lanes:
             return False
         held = sum(resident_bytes(w.process.pid) for w in [*paused, candidate])
         if starts_one:   # a stand-in costs what a worker holds idle
             held += max((w.idle_rss for w in self._workers), default=0)
-        return held <= self.memory_max_mb * 2**20 * lanes // 2
+        return held <= self.memory_max_mb * 2**20 * self._lanes // 2
 
     def _end(self, worker: _Worker, kind: str, reason: str) -> None:
         """End a worker now; its reader then reports the run with this reason."""
