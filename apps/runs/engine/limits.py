@@ -12,6 +12,11 @@ An operation whose result depends on the data (``nonzero``, ``masked_select``, `
 cannot run on meta; it runs for real and its result is checked right after, so the limit
 still holds for it.
 
+A backward pass a node runs (BackwardOnce, a training step) is guarded like its other ops.
+The one Capture gradients runs after the forward pass belongs to no node and is not: each
+gradient has the shape of a tensor the forward pass made, or of a view of one; the run's
+memory cap bounds the rest (a broadcast view's gradient made whole, a kernel's scratch).
+
 A node that can tell the largest tensor it will make before it runs (``Node.largest_shape``:
 Linear, Activation) has that one shape checked instead: the guard's ~10-40 µs an op was
 ~0.5 ms of a small MLP's run, more than its activations' own arithmetic.
