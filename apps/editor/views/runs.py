@@ -41,8 +41,8 @@ def run(request: HttpRequest, tab_id: int) -> HttpResponse:
 def runs_body(request: HttpRequest, tab_id: int) -> HttpResponse:
     """The Runs panel's rows, fetched when it opens after an htmx re-render of the editor
     (``context.runs_panel``); its forms carry the page's state, which the fetch's query is."""
-    return render(request, "editor/_runs_body.html", {
-        **runs_panel(request), "tab": get_tab(request, tab_id), "state": PageState.of(request)})
+    tab = get_tab(request, tab_id)   # a stranger's tab: 404 before any run is read
+    return render(request, "editor/_runs_body.html", {**runs_panel(request), "tab": tab, "state": PageState.of(request)})
 
 
 def _run_action(request: HttpRequest, run_id: UUID, action) -> HttpResponse:
