@@ -7,6 +7,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from apps.graphs.nodes.base import NodeError, registry
+from apps.graphs.nodes.library import training
 from apps.graphs.nodes.library.training import precision_available
 
 
@@ -93,6 +94,19 @@ def test_fp16_on_cpu_falls_back_to_fp32_with_a_warning(ctx):
     out = _train(ctx, epochs=1, precision="fp16")
     assert any("fp16 is not available on cpu" in line for line in ctx.logs)
     assert out["grad_scaler_state"] is None
+
+
+def test_fp16_trains_with_a_grad_scaler_that_unscales_before_clipping(ctx, monkeypatch):
+    """The fp16 path (autocast and a GradScaler) run on the CPU, where torch has both though the
+    product falls back to fp32: CI has no CUDA, and this is how the path runs in every suite.
+    The losses are the unscaled ones, and clipping sees the unscaled gradients."""
+    monkeypatch.setattr(training, "precision_available", lambda precision, device: True)
+    out = _train(ctx, lr=0.0, epochs=2, precision="fp16", grad_clip_norm=0.01)
+    assert not ctx.logs and ctx.reports[-1]["config"]["precision"] == "fp16"
+    assert out["grad_scaler_state"]["scale"] > 0
+    assert out["losses"].tolist() == pytest.approx(_train(ctx, lr=0.0, epochs=2)["losses"].tolist(), rel=1e-2)
+    norm = torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in out["model"].parameters()]))
+    assert norm.item() == pytest.approx(0.01, rel=1e-3)
 
 
 def test_bf16_trains_under_autocast_on_cpu(ctx):
