@@ -36,6 +36,14 @@ class Training(Inspecting):
             expect(self.page.locator('meta[http-equiv="refresh"]')).to_have_count(0, timeout=TRAINING_S)
         expect(self.card("TrainingLoop")).to_contain_text("Epoch 5/5")
 
+    def capture_gradients(self) -> None:
+        """Settings -> Training Behavior: Capture gradients on, applied."""
+        settings = self.open_settings()
+        training = settings.get_by_role("region", name="Training Behavior")
+        training.get_by_role("checkbox", name=re.compile(r"^Capture gradients")).check()
+        self.submit(training.get_by_role("button", name="Apply").click)
+        expect(self.open_settings().get_by_role("checkbox", name=re.compile(r"^Capture gradients"))).to_be_checked()
+
     def open_training_tab(self) -> None:
         self.inspect("TrainingLoop")
         self.show_tab("Training")
@@ -57,12 +65,28 @@ def check_training_tab(editor: Training) -> None:
     expect(editor.inspector.get_by_role("group", name="Values of layers.c1.weight after epoch 2")).to_be_visible()
 
 
+def check_backward_tab(editor: Training) -> None:
+    """GR1, GR2: after a TrainingLoop no extra backward pass runs; the Small CNN's Backward tab
+    shows its last batch's weight gradients, and Gradients by layer every layer of it."""
+    editor.inspect("Small CNN")
+    editor.show_tab("Backward")
+    pane = editor.inspector
+    expect(pane).to_contain_text("no extra backward pass after TrainingLoop")
+    weights = pane.get_by_role("region", name="Weight gradients")
+    expect(weights.get_by_role("article", name="Gradient of layers.c1.weight", exact=True)).to_contain_text("‖g‖")
+    layers = pane.get_by_role("group", name="Gradients by layer").get_by_role("table")
+    expect(layers.get_by_role("row").filter(has_text=re.compile(r"^Small CNN\b"))).not_to_have_count(0)
+    expect(layers).to_contain_text(re.compile(r"healthy|vanishing|exploding"))
+
+
 def test_the_digit_lesson_trains_with_javascript(page: Page):
     editor = Training(page, js=True)
     editor.open_lesson()
+    editor.capture_gradients()
     editor.train()
     editor.open_training_tab()
     check_training_tab(editor)
+    check_backward_tab(editor)
     evaluate = editor.card("Test accuracy")
     expect(editor.badge("Test accuracy")).to_have_text("Completed")
     assert evaluate.count() == 1
@@ -71,9 +95,11 @@ def test_the_digit_lesson_trains_with_javascript(page: Page):
 def test_the_digit_lesson_trains_without_javascript(nojs_page: Page):
     editor = Training(nojs_page, js=False)
     editor.open_lesson()
+    editor.capture_gradients()
     editor.train()
     editor.open_training_tab()
     check_training_tab(editor)
+    check_backward_tab(editor)
 
 
 def test_the_training_tab_on_a_class_screen(screen_page):
@@ -81,6 +107,7 @@ def test_the_training_tab_on_a_class_screen(screen_page):
     page, js = screen_page
     editor = type("TrainingScreen", (Training, Screen), {})(page, js=js)
     editor.open_lesson()
+    editor.capture_gradients()
     editor.train()
     editor.open_training_tab()
     editor.reachable(editor.inspector.get_by_role("img", name=re.compile(r"^Loss per epoch")))
@@ -90,3 +117,6 @@ def test_the_training_tab_on_a_class_screen(screen_page):
     editor.click(editor.epoch_link(3))
     editor.inspector.get_by_role("group", name="Values of layers.c1.weight after epoch 3").scroll_into_view_if_needed()
     editor.shot("training-epoch-3")
+    check_backward_tab(editor)
+    editor.reachable(editor.inspector.get_by_role("group", name="Gradients by layer"))
+    editor.shot("training-backward")
