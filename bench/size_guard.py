@@ -32,7 +32,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def run_ms(plan, guarded: bool) -> float:
-    executor.element_limit = element_limit if guarded else (lambda node, limit: contextlib.nullcontext())
+    executor.element_limit = element_limit if guarded else (lambda *args, **kwargs: contextlib.nullcontext())
     started = time.perf_counter()
     outcome = execute(plan, RunOptions(run_id=uuid.uuid4().hex, record=False), lambda e: None)
     assert outcome.status == "succeeded", outcome.error
