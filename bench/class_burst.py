@@ -20,7 +20,11 @@ CodefyUI's own backend (the backend/ folder of a CodefyUI checkout, v1.4.2; its 
 its requirements installed, from ``--codefyui-python``): one request per run, its synchronous
 ``POST /api/graph/run/{name}`` on the same graph (plus the GraphOutput that endpoint returns),
 measured after a first burst of the same size (its first burst grows its thread pool).
-Nothing of CodefyUI's is in this repository: fetch and install it beside it.
+Nothing of CodefyUI's is in this repository: fetch and install it beside it, e.g. from the
+search tool's mirror, ``git --git-dir /work/.mirror/CodefyUI+CodefyUI/repo archive HEAD backend/app
+backend/pyproject.toml backend/run_graph.py | tar x -C /tmp/cfy`` (its MNIST files are not in the
+mirror, so a whole-tree archive fails), then in a venv of its own ``pip install torch==2.14.1
+torchvision==0.29.1`` and ``pip install -e /tmp/cfy/backend``.
 
 With ``--follow`` each student's page also follows their run through its socket (with their
 token, as a script may), as the editor in a browser does: what a class in front of the
