@@ -246,7 +246,7 @@ def test_session_posts_need_the_csrf_token(student):
     assert post(client, "/api/graphs", {"nodes": [], "edges": []}).status_code == 403
 
 
-async def asgi_get(path: str, token: str, method: str = "GET", data: dict | None = None) -> tuple[int, dict]:
+async def asgi_request(path: str, token: str, method: str = "GET", data: dict | None = None) -> tuple[int, dict]:
     """A request through the server's ASGI stack for ?wait= (not the test client's WSGI one)."""
     from asgiref.testing import ApplicationCommunicator
 
@@ -276,15 +276,15 @@ async def test_wait_answers_as_soon_as_the_run_ends_or_after_the_seconds_asked(s
     token = await sync_to_async(ApiToken.issue)(student)
     held = tmp_path / "held"
     run = await sync_to_async(service.start_run)(student, document.normalise(graph("test:Hold", path=str(held))))
-    status, body = await asgi_get(f"/api/runs/{run.pk}?wait=0.2", token)  # the run still holds
+    status, body = await asgi_request(f"/api/runs/{run.pk}?wait=0.2", token)  # the run still holds
     assert status == 200 and body["status"] in ("queued", "running")
-    waiting = asyncio.ensure_future(asgi_get(f"/api/runs/{run.pk}?wait=25", token))
-    status, body = await asgi_get("/api/health", token)  # another request is served meanwhile
+    waiting = asyncio.ensure_future(asgi_request(f"/api/runs/{run.pk}?wait=25", token))
+    status, body = await asgi_request("/api/health", token)  # another request is served meanwhile
     assert status == 200 and not waiting.done()
     (tmp_path / "held.go").touch()
     status, body = await waiting
     assert status == 200 and body["status"] == "succeeded" and body["nodes"]["node"]["status"] == "completed"
-    status, body = await asgi_get(f"/api/runs/{run.pk}?wait=soon", token)
+    status, body = await asgi_request(f"/api/runs/{run.pk}?wait=soon", token)
     assert status == 400 and body["detail"] == "wait must be a number of seconds from 0 to 30"
 
 
@@ -299,23 +299,23 @@ async def test_a_script_submits_a_run_and_reads_its_end_in_one_request(student, 
     from tests.runs.worker_nodes import graph
     token = await sync_to_async(ApiToken.issue)(student)
     held = graph("test:Hold", path=str(tmp_path / "held"))
-    waiting = asyncio.ensure_future(asgi_get("/api/runs?wait=25", token, "POST", {"graph": held}))
-    status, body = await asgi_get("/api/health", token)   # another request is served meanwhile
+    waiting = asyncio.ensure_future(asgi_request("/api/runs?wait=25", token, "POST", {"graph": held}))
+    status, body = await asgi_request("/api/health", token)   # another request is served meanwhile
     assert status == 200 and not waiting.done()
     (tmp_path / "held.go").touch()
     status, body = await waiting
     assert status == 200 and body["status"] == "succeeded" and body["nodes"]["node"]["status"] == "completed"
     assert body["log"][-1]["text"] == "Execution completed successfully"
 
-    status, body = await asgi_get("/api/runs?wait=0.2", token, "POST", {"graph": graph("test:Hold", path=str(tmp_path / "h2"))})
+    status, body = await asgi_request("/api/runs?wait=0.2", token, "POST", {"graph": graph("test:Hold", path=str(tmp_path / "h2"))})
     assert status == 200 and body["status"] in ("queued", "running")   # its state after 0.2 s
     (tmp_path / "h2.go").touch()
     await sync_to_async(service.wait_for)(body["run_id"])
 
     runs = await sync_to_async(Run.objects.count)()
-    status, body = await asgi_get("/api/runs?wait=soon", token, "POST", {"graph": held})
+    status, body = await asgi_request("/api/runs?wait=soon", token, "POST", {"graph": held})
     assert status == 400 and body["detail"] == "wait must be a number of seconds from 0 to 30"
-    status, body = await asgi_get("/api/runs?wait=5", token, "POST", {"graph": {"nodes": "no"}})
+    status, body = await asgi_request("/api/runs?wait=5", token, "POST", {"graph": {"nodes": "no"}})
     assert status == 400   # refused at once, as without ?wait
     assert await sync_to_async(Run.objects.count)() == runs   # neither started a run
 
