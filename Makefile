@@ -26,7 +26,7 @@ run: $(VENV)/.base
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py ensureadmin
 	$(PY) manage.py collectstatic --noinput -v0
-	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) codefyui.asgi:application
+	$(PY) -m codefyui.serve --host $(HOST) --port $(PORT)
 
 # The browser tests drive Debian's Chromium (never a downloaded one); CI runs as root.
 chromium:

@@ -1,6 +1,6 @@
 """A class presses Run at once: 30 students, each with their own account and API token,
 submit the CNN lesson example (examples/cnn.json) within the same second through the JSON
-API of a real server (Daphne on a free loopback port with its own var dir, its run workers
+API of a real server (codefyui.serve on a free loopback port with its own var dir, its run workers
 started with it), and wait for their run with ``GET /api/runs/{id}?wait=30``.
 
 Prints the median and p95 from submit to the terminal status, unseeded and seeded (other
@@ -157,9 +157,8 @@ def free_port() -> int:
 
 def start_server(var: Path, env: dict, root: Path = ROOT) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                               "codefyui.asgi:application"], cwd=root, env=env,
-                              stdout=open(var / "daphne.log", "wb"), stderr=subprocess.STDOUT)
+    server = subprocess.Popen([sys.executable, "-m", "codefyui.serve", "--port", str(port)], cwd=root, env=env,
+                              stdout=open(var / "server.log", "wb"), stderr=subprocess.STDOUT)
     return server, port
 
 

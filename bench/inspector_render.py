@@ -1,6 +1,6 @@
 """Inspector render cost: server time and bytes of what a click on a node answers (the
 editor's #editor partial, with the Inspector column on Forward) for a [1, 3, 224, 224]
-output and for the walkthrough's Softmax, median and p95, then the same from a Daphne server
+output and for the walkthrough's Softmax, median and p95, then the same from a real server
 with 30 concurrent clients.
 
 The concurrent figure models a class: 30 students, each logged in in their own browser with
@@ -106,8 +106,8 @@ def main() -> None:
         print(f"{node:8s} fragment: median {medians[node]:.2f} ms, p95 {percentile(list(times), 0.95):.2f} ms, "
               f"{statistics.median(sizes) / 1024:.1f} KB")
     one_by_one, first, latencies = served()
-    print(f"one client at a time from a Daphne server: median {statistics.median(one_by_one):.1f} ms")
-    print(f"{CLIENTS} concurrent clients x {PER_CLIENT} requests of the [1, 3, 224, 224] fragment from a Daphne "
+    print(f"one client at a time from a real server: median {statistics.median(one_by_one):.1f} ms")
+    print(f"{CLIENTS} concurrent clients x {PER_CLIENT} requests of the [1, 3, 224, 224] fragment from a real "
           f"server, each client its own student and run: median {statistics.median(latencies):.1f} ms, "
           f"p95 {percentile(latencies, 0.95):.1f} ms (first request of each: p95 {percentile(first, 0.95):.1f} ms)")
     print(f"figure: inspector_224_fragment_median_ms = {medians['relu']:.2f}")
@@ -139,8 +139,8 @@ class KeptAlive:
 
 
 def served() -> tuple[list[float], list[float], list[float]]:
-    """The real path: Daphne in its own process runs each student's graph (captures live
-    there), then the students ask for the Inspector fragment."""
+    """The real path: the server (codefyui.serve) in its own process runs each student's graph
+    (captures live there), then the students ask for the Inspector fragment."""
     import http.client
     import json
     import signal
@@ -158,8 +158,8 @@ def served() -> tuple[list[float], list[float], list[float]]:
     # Every student's run stays inspectable: the store keeps as many runs as the class (and the lone client) has.
     env = {**os.environ, "DJANGO_ALLOWED_HOSTS": "127.0.0.1", "CODEFYUI_RUN_OUTPUT_STORE_MAX_RUNS": str(CLIENTS + 1)}
     profile = ["-m", "cProfile", "-o", os.environ["BENCH_PROFILE"]] if os.environ.get("BENCH_PROFILE") else []
-    server = subprocess.Popen([sys.executable, *profile, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                               "codefyui.asgi:application"], env=env, cwd=Path(__file__).resolve().parent.parent,
+    server = subprocess.Popen([sys.executable, *profile, "-m", "codefyui.serve", "--port", str(port)], env=env,
+                              cwd=Path(__file__).resolve().parent.parent,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def request(method, path, body=None, headers=None):

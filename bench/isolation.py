@@ -4,7 +4,7 @@ seconds (the digit lesson trained for --epochs) and student B's run goes past th
 (examples/walkthrough.json) and C's page requests (the editor page) are timed, and compared
 with the same run and page on the idle server.
 
-Real server as in bench/class_burst.py (Daphne on a free loopback port, its own var dir),
+Real server as in bench/class_burst.py (codefyui.serve on a free loopback port, its own var dir),
 three run workers so each of the three students has one. Then, on a server with a 2-core
 machine's default pool (two workers and two spares), A and B both start the long run and C's
 tiny runs are timed again: once the long runs have held both workers for LONG_RUN_S, a

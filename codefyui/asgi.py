@@ -1,6 +1,6 @@
 """ASGI entry point: HTTP through Django, WebSockets through Channels' URL router; start-up
-marks runs a previous process left unfinished, starts the run workers and tunes how Daphne
-takes in requests (codefyui/serving.py)."""
+marks runs a previous process left unfinished and starts the run workers. The server that
+serves it is codefyui/serve.py's."""
 import gc
 import os
 
@@ -18,7 +18,6 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402
 
 from apps.runs.api import wait_for_runs  # noqa: E402
 from codefyui.routing import websocket_application  # noqa: E402
-from codefyui.serving import tune_daphne  # noqa: E402
 
 
 def _recover_runs() -> None:
@@ -54,7 +53,6 @@ def _settle_heap() -> None:
     gc.freeze()
 
 
-tune_daphne()
 _recover_runs()
 _start_run_workers()
 

@@ -94,6 +94,9 @@ HTTPS = os.environ.get("CODEFYUI_HTTPS", "").strip() == "1"
 SESSION_DAYS = _int("CODEFYUI_SESSION_DAYS", 0)
 LOGIN_FAILURE_LIMIT = _int("CODEFYUI_LOGIN_FAILURE_LIMIT", 5)
 LOGIN_LOCKOUT_MINUTES = _int("CODEFYUI_LOGIN_LOCKOUT_MINUTES", 15)
+# A line per request in the server's log (1 = on): off by default, since under a class's burst
+# of runs it is ~8 % of the server process's CPU (codefyui/serve.py).
+ACCESS_LOG = os.environ.get("CODEFYUI_ACCESS_LOG", "").strip() == "1"
 
 # First administrator created by `make run` when none exists (else a generated password is printed).
 ADMIN_PASSWORD = os.environ.get("CODEFYUI_ADMIN_PASSWORD", "")

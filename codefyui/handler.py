@@ -3,7 +3,7 @@
 Every view and middleware here is sync. Django's stock handler gives each request a thread
 of its own (started and joined per request, with a fresh database connection) and, with
 the stack built in async mode, hops between the event loop and that thread for every
-middleware hook and the view. Under Daphne those hops, thread starts and connects cost more
+middleware hook and the view. Those hops, thread starts and connects cost more
 than rendering a small Inspector fragment (bench/inspector_render.py). Here the stack is built
 in sync mode and entered once, on the one thread Django keeps for thread-sensitive code, as
 a single-threaded WSGI server would: its database connection persists (CONN_MAX_AGE), and
@@ -61,7 +61,7 @@ HEAVY_IN_FLIGHT = max(1, (os.cpu_count() or 2) - 1)
 
 
 class SyncStackASGIHandler(ASGIHandler):
-    chunk_size = 2**20  # a fragment's body goes to Daphne as one message, not 64 KiB pieces
+    chunk_size = 2**20  # a fragment's body goes to the server as one message, not 64 KiB pieces
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
@@ -106,8 +106,8 @@ class SyncStackASGIHandler(ASGIHandler):
             body_file.close()
 
     async def read_body(self, receive):
-        """The body, spooled as Django does, giving the event loop back after each piece: Daphne
-        queues a big upload's pieces all at once, and writing them out in one go held every
+        """The body, spooled as Django does, giving the event loop back after each piece: a big
+        upload's pieces may be waiting all at once, and writing them out in one go held every
         other request for the whole of it (bench/transfer_stall.py). Pieces that go to disk are
         written from another thread: on a busy disk one write could hold the loop ~0.1 s."""
         body_file = tempfile.SpooledTemporaryFile(max_size=settings.FILE_UPLOAD_MAX_MEMORY_SIZE, mode="w+b")

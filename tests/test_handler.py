@@ -14,13 +14,12 @@ import pytest
 import torch
 from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
-from daphne import cli, http_protocol
 from django.core.signals import request_finished
 from django.db import connection
 from django.http import HttpRequest, StreamingHttpResponse
 
 from apps.accounts.models import ApiToken
-from codefyui import heavy, serving
+from codefyui import heavy
 from codefyui.api import JSON_POLICY
 from codefyui.handler import SyncStackASGIHandler
 
@@ -101,16 +100,13 @@ async def test_the_products_pages_come_through_it():
     assert status == 200 and b"Log in" in body, body[:300]
 
 
-async def test_start_up_puts_its_heap_beyond_the_collector(workers_started, monkeypatch):
+async def test_start_up_puts_its_heap_beyond_the_collector(workers_started):
     """What start-up built is frozen, so full collections under load walk only what requests make;
-    start-up starts the run workers, and tunes how Daphne takes requests in (codefyui/serving.py)."""
-    monkeypatch.setattr(http_protocol, "WebRequest", serving.Request.__base__)
-    monkeypatch.setattr(cli.CommandLineInterface, "server_class", serving.Server.__base__)
+    start-up starts the run workers."""
     gc.unfreeze()
     await sync_to_async(lambda: importlib.reload(importlib.import_module("codefyui.asgi")))()
     assert gc.get_freeze_count() > 100_000
     assert workers_started == [1]
-    assert http_protocol.WebRequest is serving.Request and cli.CommandLineInterface.server_class is serving.Server
 
 
 async def test_a_token_request_to_the_api_passes_only_the_token_middleware(student):
@@ -138,7 +134,7 @@ async def test_wrong_tokens_are_counted_and_the_lockout_answered_in_json_on_that
 
 
 async def test_a_body_that_comes_in_pieces_is_read_whole_and_in_order(student):
-    """Daphne hands a big body over in pieces (codefyui/serving.py); read_body gives the event
+    """The server hands a big body over in pieces as it arrives; read_body gives the event
     loop back between them and spools them in order."""
     token = await sync_to_async(ApiToken.issue)(student)
     name = "Read in pieces: " + "".join(str(i % 10) for i in range(150))

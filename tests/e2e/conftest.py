@@ -1,10 +1,11 @@
-"""Browser tests: a live Daphne with its own database and Debian's Chromium driven by Playwright.
+"""Browser tests: a live server with its own database and Debian's Chromium driven by Playwright.
 
-The server runs in a subprocess (`daphne tests.e2e.asgi:application`: the product's
+The server runs in a subprocess (`python -m codefyui.serve --app tests.e2e.asgi:application`, as
+`make run` starts the product's
 codefyui.asgi application plus one test-only node, see asgi.py) with its own SQLite file and
 var dir under a temp dir, so the tests see exactly what a student's browser sees: real HTTP,
 real WebSockets, whitenoise's static files. Nothing here skips: without /usr/bin/chromium
-every test fails loudly (`make test` installs it). The fixture is `daphne_server`, not
+every test fails loudly (`make test` installs it). The fixture is `web_server`, not
 `live_server`: pytest-django owns that name (and would set up a test database for it).
 
 Playwright's sync API marks an asyncio loop as running in the main thread while it is
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -40,7 +40,7 @@ RUN_TIMEOUT_MS = 15_000
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "e2e: browser test against a live Daphne with Debian's Chromium")
+    config.addinivalue_line("markers", "e2e: browser test against a live server with Debian's Chromium")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -81,7 +81,7 @@ def _wait_until_answering(url: str, proc: subprocess.Popen, server: LiveServer, 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"daphne exited with {proc.returncode}:\n{server.log_tail()}")
+            raise RuntimeError(f"the server exited with {proc.returncode}:\n{server.log_tail()}")
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:
@@ -89,12 +89,12 @@ def _wait_until_answering(url: str, proc: subprocess.Popen, server: LiveServer, 
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             pass
         time.sleep(0.2)
-    raise RuntimeError(f"daphne did not answer {url} within {timeout:.0f} s:\n{server.log_tail()}")
+    raise RuntimeError(f"the server did not answer {url} within {timeout:.0f} s:\n{server.log_tail()}")
 
 
 @pytest.fixture(scope="session")
-def daphne_server(tmp_path_factory):
-    """Daphne on a free port with its own database and var dir; terminated at the end."""
+def web_server(tmp_path_factory):
+    """The server on a free port with its own database and var dir; terminated at the end."""
     var_dir = tmp_path_factory.mktemp("e2e-server")
     env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DJANGO_DEBUG", "DATABASE_URL"}}
     env.update(DATABASE_URL=f"sqlite:///{var_dir / 'e2e.sqlite3'}", CODEFYUI_VAR_DIR=str(var_dir),
@@ -104,7 +104,7 @@ def daphne_server(tmp_path_factory):
                # checkout the packs were installed from
                PYTHONPATH=os.pathsep.join([str(ROOT), *(str(p.parent) for p in sorted(ROOT.glob("packs/*/pyproject.toml")))]))
     port = _free_port()
-    server = LiveServer(url=f"http://127.0.0.1:{port}", var_dir=var_dir, log=var_dir / "daphne.log", env=env)
+    server = LiveServer(url=f"http://127.0.0.1:{port}", var_dir=var_dir, log=var_dir / "server.log", env=env)
     # migrate, collectstatic (whitenoise serves var/static) and the students, in one process:
     # each manage.py start costs seconds (it imports torch).
     server.manage("shell", "-c", (
@@ -118,9 +118,7 @@ def daphne_server(tmp_path_factory):
         f"User.objects.bulk_create([User(username=f'student{{i}}', password=hashed)\n"
         f"                          for i in range(1, {STUDENTS + 1})])\n"
     ))
-    daphne = ROOT / ".venv" / "bin" / "daphne"
-    command = [str(daphne) if daphne.exists() else shutil.which("daphne") or "daphne",
-               "-b", "127.0.0.1", "-p", str(port), ASGI_APP]
+    command = [sys.executable, "-m", "codefyui.serve", "--port", str(port), "--app", ASGI_APP]
     with open(server.log, "wb") as log:
         proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -136,7 +134,7 @@ def daphne_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def student_accounts(daphne_server):
+def student_accounts(web_server):
     """Usernames of the fresh student accounts, handed out one per test."""
     return itertools.count(1)
 
@@ -162,12 +160,12 @@ def browser():
         browser.close()
 
 
-def _context(browser, daphne_server, **options):
+def _context(browser, web_server, **options):
     from playwright.sync_api import expect
 
     expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     options.setdefault("viewport", {"width": 1920, "height": 1200})
-    context = browser.new_context(base_url=daphne_server.url, **options)
+    context = browser.new_context(base_url=web_server.url, **options)
     context.set_default_timeout(EXPECT_TIMEOUT_MS)
     return context
 
@@ -184,9 +182,9 @@ def log_in(page, username: str, password: str) -> None:
 
 
 @pytest.fixture
-def page(browser, daphne_server, student, request):
+def page(browser, web_server, student, request):
     """A student logged in, JavaScript on."""
-    context = _context(browser, daphne_server)
+    context = _context(browser, web_server)
     page = context.new_page()
     _collect_errors(page, request)
     log_in(page, *student)
@@ -195,9 +193,9 @@ def page(browser, daphne_server, student, request):
 
 
 @pytest.fixture
-def nojs_page(browser, daphne_server, student, request):
+def nojs_page(browser, web_server, student, request):
     """A student logged in, in a context with JavaScript switched off."""
-    context = _context(browser, daphne_server, java_script_enabled=False)
+    context = _context(browser, web_server, java_script_enabled=False)
     page = context.new_page()
     _collect_errors(page, request)
     log_in(page, *student)
@@ -210,11 +208,11 @@ SCREENS = {"1366x768": {"width": 1366, "height": 768}, "1920x1080": {"width": 19
 
 @pytest.fixture(params=[(size, js) for size in SCREENS for js in (True, False)],
                 ids=lambda p: f"{p[0]}-{'js' if p[1] else 'nojs'}")
-def screen_page(browser, daphne_server, student, request):
+def screen_page(browser, web_server, student, request):
     """A student logged in on a school laptop's screen (1366x768) or a classroom display
     (1920x1080), with JavaScript on and off: the page and whether it runs scripts."""
     size, js = request.param
-    context = _context(browser, daphne_server, viewport=SCREENS[size], java_script_enabled=js)
+    context = _context(browser, web_server, viewport=SCREENS[size], java_script_enabled=js)
     page = context.new_page()
     if js:
         _collect_errors(page, request)
@@ -259,10 +257,10 @@ def pytest_runtest_call(item):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    if report.when == "call" and report.failed and "daphne_server" in item.fixturenames:
-        server = item.funcargs.get("daphne_server")
+    if report.when == "call" and report.failed and "web_server" in item.fixturenames:
+        server = item.funcargs.get("web_server")
         if server is not None:
-            report.sections.append(("daphne log (tail)", server.log_tail()))
+            report.sections.append(("server log (tail)", server.log_tail()))
         console = item.stash.get(CONSOLE_ERRORS, [])
         if console:
             report.sections.append(("browser console errors", "\n".join(console)))

@@ -1,4 +1,4 @@
-"""The Teaching Inspector and Node details in a real Chromium against a live Daphne (issue 4):
+"""The Teaching Inspector and Node details in a real Chromium against a live server (issue 4):
 the seed's walkthrough step 5, the rows' messages during a held run, the panel's tabs and
 collapsed strip, Node details' three ways in and its keyboard, the edge summary, and the same
 values without JavaScript.
@@ -300,7 +300,7 @@ def test_inspector_collapses_to_a_strip_and_keeps_its_run(page: Page):
     expect_softmax_step_5(editor)
 
 
-def test_rows_read_nothing_captured_then_wait_during_a_held_run(page: Page, daphne_server):
+def test_rows_read_nothing_captured_then_wait_during_a_held_run(page: Page, web_server):
     """IN7, IN8: before the first run the rows read Nothing captured yet; while a run is held
     at a test:Gate before Reshape, Reshape's input (from the Gate) reads Node is running… and
     its output Waiting for this node to run…, and Softmax's rows read Waiting…; once the run
@@ -322,7 +322,7 @@ def test_rows_read_nothing_captured_then_wait_during_a_held_run(page: Page, daph
     expect(editor.in_row("Reshape.tensor").get_by_role("status")).to_have_text(WAITING)
     expect(editor.out_row("tensor").get_by_role("status")).to_have_text(WAITING)
 
-    (daphne_server.var_dir / f"e2e-gate-{token}").touch()
+    (web_server.var_dir / f"e2e-gate-{token}").touch()
     editor.wait_until_run_over(GATED)
     editor.inspect("Softmax")
     expect(editor.in_row("Reshape.tensor").get_by_role("cell")).to_have_text([fmt(v) for v in VALUES])
@@ -335,7 +335,7 @@ def test_rows_read_nothing_captured_then_wait_during_a_held_run(page: Page, daph
     expect(editor.out_row("tensor").get_by_role("status")).to_have_text(NOTHING)
 
 
-def test_waiting_rows_fill_in_by_themselves(page: Page, daphne_server):
+def test_waiting_rows_fill_in_by_themselves(page: Page, web_server):
     """IN8: rows that wait for their node fill in by themselves when it finishes — no reload,
     no click — while the page stays the one that showed them waiting."""
     editor = Inspecting(page, js=True)
@@ -354,7 +354,7 @@ def test_waiting_rows_fill_in_by_themselves(page: Page, daphne_server):
     assert frames, "the page did not connect to the run's socket"
 
     page.evaluate("window.e2eSamePage = true")
-    (daphne_server.var_dir / f"e2e-gate-{token}").touch()
+    (web_server.var_dir / f"e2e-gate-{token}").touch()
     expect(editor.badge("Print")).to_have_text("Completed", timeout=RUN_TIMEOUT_MS)
     expect(editor.in_row("Reshape.tensor").get_by_role("cell")).to_have_text(
         [fmt(v) for v in VALUES], timeout=5_000)

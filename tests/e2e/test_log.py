@@ -32,8 +32,8 @@ def long_chain() -> bytes:
 
 @pytest.mark.parametrize("size", [(1366, 768), (1920, 1080)], ids=["1366", "1920"])
 @pytest.mark.parametrize("javascript", [True, False], ids=["js", "nojs"])
-def test_the_log_opens_at_its_newest_row(browser, daphne_server, student, request, javascript, size):
-    context = _context(browser, daphne_server, viewport={"width": size[0], "height": size[1]},
+def test_the_log_opens_at_its_newest_row(browser, web_server, student, request, javascript, size):
+    context = _context(browser, web_server, viewport={"width": size[0], "height": size[1]},
                        java_script_enabled=javascript)
     page = context.new_page()
     _collect_errors(page, request)

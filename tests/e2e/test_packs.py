@@ -77,9 +77,9 @@ def test_a_docked_plugin_panel_brings_the_column_undocks_and_closes(screen_page)
 
 
 @pytest.fixture(scope="module")
-def teacher(daphne_server) -> tuple[str, str]:
+def teacher(web_server) -> tuple[str, str]:
     """A staff account, made once for this module."""
-    daphne_server.manage("shell", "-c", (
+    web_server.manage("shell", "-c", (
         "from django.contrib.auth import get_user_model\n"
         "User = get_user_model()\n"
         f"User.objects.filter(username='teacher').exists() or User.objects.create_user('teacher', password={PASSWORD!r}, is_staff=True)\n"))
@@ -87,8 +87,8 @@ def teacher(daphne_server) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("size", list(SCREENS))
-def test_staff_disable_and_enable_a_pack_in_the_package_center(browser, daphne_server, teacher, request, size):
-    context = _context(browser, daphne_server, viewport=SCREENS[size])
+def test_staff_disable_and_enable_a_pack_in_the_package_center(browser, web_server, teacher, request, size):
+    context = _context(browser, web_server, viewport=SCREENS[size])
     page = context.new_page()
     _collect_errors(page, request)
     log_in(page, *teacher)
@@ -106,7 +106,7 @@ def test_staff_disable_and_enable_a_pack_in_the_package_center(browser, daphne_s
             deep.get_by_role("button", name=re.compile(r"^Enable ")).click()
         expect(deep).to_contain_text("✓ Enabled")
     finally:  # the other browser tests read every pack as enabled
-        daphne_server.manage("shell", "-c", "from apps.graphs.models import PackSwitch; PackSwitch.switch('deep', True)")
+        web_server.manage("shell", "-c", "from apps.graphs.models import PackSwitch; PackSwitch.switch('deep', True)")
         context.close()
 
 

@@ -1,4 +1,4 @@
-"""Segments, undoable markers and subgraphs in a real Chromium against a live Daphne (issue 6):
+"""Segments, undoable markers and subgraphs in a real Chromium against a live server (issue 6):
 the seed's walkthrough step 6 (Shift-select two nodes, Create segment, the HEAD/TAIL bubble
 and the Inspector's segment view), no-path refusal, coexisting segments, Delete + Ctrl+Z
 bringing the active marker back, Collapse to subgraph and Enter subgraph, and a segment made

@@ -17,9 +17,9 @@ SCRIPT = ("def run(inputs, params):\n    x = inputs['in1']\n    print('total', x
 
 
 @pytest.fixture(scope="module")
-def script_nodes_on(daphne_server):
+def script_nodes_on(web_server):
     """An administrator turns script nodes on (the admin's switch), for the rest of the session."""
-    daphne_server.manage("shell", "-c", "from apps.runs.models import ScriptNodes\n"
+    web_server.manage("shell", "-c", "from apps.runs.models import ScriptNodes\n"
                                         "ScriptNodes.objects.update_or_create(pk=1, defaults={'enabled': True})")
 
 

@@ -1,4 +1,4 @@
-"""The seed's walkthrough, steps 1-4, in a real Chromium against a live Daphne (issue 3).
+"""The seed's walkthrough, steps 1-4, in a real Chromium against a live server (issue 3).
 
 Things are found by role and accessible name wherever the page allows it; the few fallback
 locators (marked FALLBACK) stand in for labels the templates lack.
@@ -457,7 +457,7 @@ def _run_id(page: Page) -> str:
     return re.search(r"/ws/runs/([0-9a-f-]{36})/", socket.get_attribute("ws-connect")).group(1)
 
 
-def test_nodes_report_live_over_the_websocket(page: Page, daphne_server):
+def test_nodes_report_live_over_the_websocket(page: Page, web_server):
     """(no checklist id) Issue 3, live progress, on the WK3 graph: after Run, each node's badge,
     the Print output and the run's status arrive over the run's WebSocket as the engine gets
     there — Running… while a node works, then Completed — without rendering the page again."""
@@ -476,7 +476,7 @@ def test_nodes_report_live_over_the_websocket(page: Page, daphne_server):
     expect(editor.run_status()).to_contain_text("Running on")
     assert [url for url in sockets if url.endswith(f"/ws/runs/{_run_id(page)}/")], sockets
 
-    (daphne_server.var_dir / f"e2e-gate-{token}").touch()
+    (web_server.var_dir / f"e2e-gate-{token}").touch()
     editor.expect_all_completed(("Start", "TensorInput", "Gate", "Reshape", "Softmax", "Print"))
     expect(editor.run_status()).to_contain_text("Run succeeded", timeout=RUN_TIMEOUT_MS)
     expect(editor.log).to_contain_text("[probabilities] tensor([[")
@@ -485,7 +485,7 @@ def test_nodes_report_live_over_the_websocket(page: Page, daphne_server):
     assert page.evaluate("window.e2eLive") == "1"
 
 
-def test_socket_reconnects_and_catches_up(page: Page, daphne_server):
+def test_socket_reconnects_and_catches_up(page: Page, web_server):
     """(no checklist id) Issue 3, live progress: when the run's socket drops, the page
     reconnects by itself and catches up on what it missed while it was away."""
     editor = Editor(page, js=True)
@@ -512,7 +512,7 @@ def test_socket_reconnects_and_catches_up(page: Page, daphne_server):
 
     # The connection drops (1012: service restart); meanwhile the run goes on and ends.
     routes[0].close(code=1012, reason="e2e: network blip")
-    (daphne_server.var_dir / f"e2e-gate-{token}").touch()
+    (web_server.var_dir / f"e2e-gate-{token}").touch()
     deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
     while page.request.get(f"/api/runs/{run_id}").json()["status"] != "succeeded":
         assert time.monotonic() < deadline, "the run did not finish"
@@ -526,7 +526,7 @@ def test_socket_reconnects_and_catches_up(page: Page, daphne_server):
     expect(editor.log).to_contain_text("[probabilities] tensor([[")
 
 
-def test_running_page_refreshes_itself_without_javascript(nojs_page: Page, daphne_server):
+def test_running_page_refreshes_itself_without_javascript(nojs_page: Page, web_server):
     """(no checklist id) Issue 3, progress without JavaScript, on the WK3 graph: while the run
     goes on the page shows it and refreshes itself, and it stops refreshing once every node is
     Completed and the Print output is in the log."""
@@ -543,7 +543,7 @@ def test_running_page_refreshes_itself_without_javascript(nojs_page: Page, daphn
     loads = []
     page.on("load", lambda _: loads.append(1))
 
-    (daphne_server.var_dir / f"e2e-gate-{token}").touch()
+    (web_server.var_dir / f"e2e-gate-{token}").touch()
     editor.expect_all_completed(("Start", "TensorInput", "Gate", "Reshape", "Softmax", "Print"))
     expect(editor.run_status()).to_contain_text("Run succeeded")
     expect(editor.log).to_contain_text("[probabilities] tensor([[")

@@ -1,0 +1,75 @@
+"""The server: ``python -m codefyui.serve [--host H] [--port P]`` serves codefyui.asgi with
+Uvicorn, HTTP and WebSockets on one port, as ``make run`` starts it (tests and benches start
+it the same way). Nothing else (no nginx, no broker) is needed for a class.
+
+Uvicorn parses HTTP with httptools (C), where Daphne, the server this project started with,
+parsed it with Twisted in Python: a class's burst of runs is two requests a run, and Twisted
+and Daphne were over half of the server process's CPU in it. Side by side with the tree
+before the switch (bench/class_burst.py --against, bursts in turns), the server process's
+CPU per CNN run is 0.81-0.87x and the burst's p95 0.77-0.92x Daphne's. Uvicorn also does by
+itself what codefyui/serving.py had to add to Daphne: a request's body comes to Django as it
+arrives, unparsed, and the socket pauses until the application takes it
+(``SyncStackASGIHandler.read_body`` spools it, off the event loop where it goes to disk); a
+long answer's next piece waits until the connection has sent the previous one, so a slow
+laptop's download holds about a piece of the server's memory, not its whole file
+(tests/test_serve.py, bench/transfer_stall.py).
+
+A class holds many connections at once (a browser keeps several, and a WebSocket per open
+editor), and a process started from a shell or by systemd may open only 1024 descriptors
+unless it asks: start-up raises that soft limit as far as the hard limit allows.
+"""
+from __future__ import annotations
+
+import argparse
+import resource
+from typing import Callable
+
+import uvicorn
+
+from codefyui import conf
+
+APPLICATION = "codefyui.asgi:application"
+OPEN_FILES = 65536
+SHUTDOWN_GRACE_S = 3   # a request still open then (a run's ?wait=, a socket) is cut off
+KEEP_ALIVE_S = 75      # an idle connection's life, as nginx's default: Uvicorn's own 5 s closed a
+                       # script's connection between its runs (Daphne kept one 12 hours)
+
+
+def raise_open_files_limit(wanted: int = OPEN_FILES) -> int:
+    """Let this process open ``wanted`` descriptors, or as many as its hard limit allows; the limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        return target
+    return soft
+
+
+def config(application: str | Callable = APPLICATION, host: str = "127.0.0.1", port: int = 8000) -> uvicorn.Config:
+    """How the server serves: httptools for HTTP, websockets' sans-I/O protocol for the run
+    sockets, asyncio's own event loop (uvloop measured no faster here), no lifespan messages
+    (codefyui.asgi starts what it needs when it is imported). A proxy's X-Forwarded-* headers
+    are left to the settings (CODEFYUI_HTTPS: ``SECURE_PROXY_SSL_HEADER``,
+    ``access.client_address``), as Daphne left them: a request's address is the connection's.
+    A line per request only with CODEFYUI_ACCESS_LOG=1: each line is a logging record and a
+    write, ~8 % of the server process's CPU in a class's burst of runs; errors are logged
+    either way."""
+    return uvicorn.Config(application, host=host, port=port, http="httptools", ws="websockets-sansio",
+                          loop="asyncio", lifespan="off", proxy_headers=False, access_log=conf.ACCESS_LOG,
+                          timeout_keep_alive=KEEP_ALIVE_S, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Serve CodefyUI (HTTP and WebSockets) on one port.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--app", default=APPLICATION, help="the ASGI application, module:attribute")
+    args = parser.parse_args(argv)
+    raise_open_files_limit()
+    chosen = config(args.app, args.host, args.port)
+    chosen.load()   # imports the application before the event loop runs: its start-up uses the database
+    uvicorn.Server(chosen).run()
+
+
+if __name__ == "__main__":
+    main()

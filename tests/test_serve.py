@@ -1,0 +1,127 @@
+"""The server (codefyui/serve.py): Uvicorn as configured there, on a free loopback port with
+a small ASGI application of the test's. A long answer goes as fast as its client reads it, a
+form's body reaches the application as it came, and start-up raises the open files limit.
+An upload through the product is tests/e2e/test_files.py's; what a big transfer costs the
+others is bench/transfer_stall.py's."""
+from __future__ import annotations
+
+import resource
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+import uvicorn
+
+from codefyui import conf
+from codefyui.serve import OPEN_FILES, config, raise_open_files_limit
+
+PIECE = 2**20
+PIECES = 64
+FORM = b'--b\r\nContent-Disposition: form-data; name="file"; filename="model.pt"\r\n\r\nweights\r\n--b--\r\n'
+
+
+class App:
+    """Answers ``GET /download`` with PIECES pieces of a MiB, noting how many it has sent, and
+    any POST with the body it received, after noting it."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.bodies: list[bytes] = []
+        self.clients: list[str] = []
+
+    async def __call__(self, scope, receive, send) -> None:
+        assert scope["type"] == "http"
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        if scope["method"] == "POST":
+            self.bodies.append(body)
+            self.clients.append(scope["client"][0])
+            await send({"type": "http.response.body", "body": body})
+            return
+        for i in range(PIECES):
+            await send({"type": "http.response.body", "body": b"x" * PIECE, "more_body": i < PIECES - 1})
+            self.sent += 1
+
+
+@contextmanager
+def serving(app: App) -> Iterator[int]:
+    """The server of codefyui.serve's config in a thread; its port."""
+    server = uvicorn.Server(config(app, port=0))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
+        time.sleep(0.01)
+    try:
+        yield server.servers[0].sockets[0].getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def test_a_long_answers_next_piece_waits_until_the_client_has_read():
+    """A slow laptop's download holds about a piece of it in the server's memory, not the
+    whole file: the application's send waits while the client reads nothing."""
+    app = App()
+    with serving(app) as port, socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2**16)
+        client.sendall(b"GET /download HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.5)
+        assert 0 < app.sent < PIECES // 4    # held back by the unread connection
+        received = 0
+        while received < PIECES * PIECE:
+            data = client.recv(2**20)
+            assert data
+            received += data.count(b"x")
+        assert app.sent == PIECES            # every piece went once it was read
+
+
+def test_a_forms_body_reaches_the_application_as_it_came():
+    """The server parses no form: Django reads the body, as its upload limits say. A proxy's
+    headers are the settings' to trust (CODEFYUI_HTTPS), not the server's."""
+    app = App()
+    with serving(app) as port, socket.create_connection(("127.0.0.1", port)) as client:
+        client.sendall(b"POST /files/upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+                       b"X-Forwarded-For: 10.0.0.9\r\n"
+                       b"Content-Length: %d\r\n\r\n" % len(FORM) + FORM)
+        client.settimeout(10)
+        answer = b""
+        while not answer.endswith(b"0\r\n\r\n"):   # the answer's last chunk
+            answer += client.recv(4096)
+    assert app.bodies == [FORM] and FORM in answer
+    assert app.clients == ["127.0.0.1"]
+
+
+def test_the_servers_options(monkeypatch):
+    """httptools for HTTP, the WebSocket protocol of websockets, asyncio's loop, no lifespan
+    messages (the application starts what it needs when imported), a proxy's headers left to
+    the settings, idle connections kept as a browser or a script expects, a short grace at
+    shutdown, and an access log only when asked for."""
+    chosen = config()
+    assert (chosen.app, chosen.http, chosen.ws, chosen.loop, chosen.lifespan) == (
+        "codefyui.asgi:application", "httptools", "websockets-sansio", "asyncio", "off")
+    assert not chosen.proxy_headers and not chosen.access_log
+    assert (chosen.timeout_keep_alive, chosen.timeout_graceful_shutdown) == (75, 3)
+    monkeypatch.setattr(conf, "ACCESS_LOG", True)
+    assert config().access_log
+
+
+def test_start_up_lets_the_server_hold_a_class_worth_of_connections(monkeypatch):
+    """A shell or systemd starts a process with a soft limit of 1024 descriptors; the hard
+    limit is the ceiling (and an unlimited soft limit is left alone)."""
+    limits = {"now": (1024, 4096)}
+    monkeypatch.setattr(resource, "getrlimit", lambda which: limits["now"])
+    monkeypatch.setattr(resource, "setrlimit", lambda which, pair: limits.update(now=pair))
+    assert raise_open_files_limit() == 4096 and limits["now"] == (4096, 4096)
+    limits["now"] = (1024, resource.RLIM_INFINITY)
+    assert raise_open_files_limit() == OPEN_FILES and limits["now"] == (OPEN_FILES, resource.RLIM_INFINITY)
+    limits["now"] = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+    assert raise_open_files_limit() == resource.RLIM_INFINITY
