@@ -15,11 +15,12 @@ results) is serialised by the GIL, so it bounds the p95 from below on any machin
 Goals (issue 11): p95 <= 0.15 s with seeded within 10 % of unseeded, <= 10 ms of server CPU
 per CNN run, <= 10 ms for one walkthrough run. The issue measured CodefyUI's backend at
 0.141 s and 4.9 ms on its machine; machines here differ two- to three-fold in Python's speed,
-so with ``--codefyui BACKEND`` the same burst also goes, side by side in this run, to
+so with ``--codefyui BACKEND`` the same burst also goes, in turns with ours in this run, to
 CodefyUI's own backend (the backend/ folder of a CodefyUI checkout, v1.4.2; its Python, with
 its requirements installed, from ``--codefyui-python``): one request per run, its synchronous
 ``POST /api/graph/run/{name}`` on the same graph (plus the GraphOutput that endpoint returns),
-measured after a first burst of the same size (its first burst grows its thread pool).
+``--bursts`` times between our two kinds after a first burst of the same size (its first
+burst grows its thread pool), and the median over those bursts.
 Nothing of CodefyUI's is in this repository: fetch and install it beside it, e.g. from the
 search tool's mirror, ``git --git-dir /work/.mirror/CodefyUI+CodefyUI/repo archive HEAD backend/app
 backend/pyproject.toml backend/run_graph.py | tar x -C /tmp/cfy`` (its MNIST files are not in the
@@ -302,9 +303,17 @@ def codefyui_graph(doc: dict) -> dict:
 CODEFYUI_TOKEN = "X-CodefyUI-Token: "   # its one shared token's header
 
 
-async def codefyui_bursts(port: int, pid: int, graph: dict, n: int) -> tuple[float, float, float]:
-    """CodefyUI's backend: its one token, the graph saved, two runs, a first burst, then the
-    measured one: its median and p95 seconds, and its process's CPU ms per run."""
+@dataclass
+class Reference:
+    """CodefyUI's backend beside ours: its process, port, one shared token and the graph it keeps."""
+    process: subprocess.Popen
+    port: int
+    token: str
+    graph: dict
+
+
+async def codefyui_ready(port: int, graph: dict) -> str:
+    """Once CodefyUI's backend answers: its one token, with the graph saved and run twice."""
     deadline = time.monotonic() + 120
     while True:
         try:
@@ -320,44 +329,50 @@ async def codefyui_bursts(port: int, pid: int, graph: dict, n: int) -> tuple[flo
     client = await Client(port, token, CODEFYUI_TOKEN).open()
     status, saved = await client.call("POST", "/api/graph/save", json.dumps(graph).encode())
     assert status == 200, saved
-
-    async def one(c: Client) -> float:
-        started = time.perf_counter()
-        status, answer = await c.call("POST", f"/api/graph/run/{graph['name']}", b"{}")
-        assert status == 200 and answer["status"] == "ok", answer
-        return time.perf_counter() - started
-
-    async def burst_of_n() -> tuple[list[float], float]:
-        clients = [await Client(port, token, CODEFYUI_TOKEN).open() for _ in range(n)]
-        before = cpu_ms(pid)
-        times = await asyncio.gather(*(one(c) for c in clients))
-        cpu = sum(spent(before, cpu_ms(pid), n))
-        for c in clients:
-            c.close()
-        return times, cpu
-
     for _ in range(2):
-        await one(client)
+        await codefyui_run(client, graph)
     client.close()
-    await burst_of_n()   # its first burst grows its thread pool
-    times, cpu = await burst_of_n()
-    return statistics.median(times), percentile(times, 0.95), cpu
+    return token
 
 
-def codefyui_side_by_side(backend: Path, python: str, doc: dict, n: int) -> tuple[float, float, float]:
-    """Start CodefyUI's backend as its start script does (one uvicorn process), with its data
-    in a temp dir, and burst it."""
+async def codefyui_run(client: Client, graph: dict) -> float:
+    started = time.perf_counter()
+    status, answer = await client.call("POST", f"/api/graph/run/{graph['name']}", b"{}")
+    assert status == 200 and answer["status"] == "ok", answer
+    return time.perf_counter() - started
+
+
+async def codefyui_burst(reference: Reference, n: int) -> tuple[float, float, tuple[float, float]]:
+    """n students at once, one synchronous run request each: the median, the p95 and its
+    process's CPU ms per run (no workers: the second figure is 0)."""
+    clients = [await Client(reference.port, reference.token, CODEFYUI_TOKEN).open() for _ in range(n)]
+    before = cpu_ms(reference.process.pid)
+    times = await asyncio.gather(*(codefyui_run(c, reference.graph) for c in clients))
+    cpu = sum(spent(before, cpu_ms(reference.process.pid), n))
+    for c in clients:
+        c.close()
+    return statistics.median(times), percentile(times, 0.95), (cpu, 0.0)
+
+
+def codefyui_served(stack: ExitStack, backend: Path, python: str, doc: dict, n: int) -> Reference:
+    """CodefyUI's backend started as its start script does (one uvicorn process), with its data
+    in a temp dir, ready and warmed by a first burst (which grows its thread pool)."""
     var, port = Path(tempfile.mkdtemp(prefix="codefyui-reference-")), free_port()
     env = {**os.environ, "CODEFYUI_HOST": "127.0.0.1", "CODEFYUI_PORT": str(port),   # the Host it accepts
            "CODEFYUI_USER_DATA_DIR": str(var / "data"), "CODEFYUI_GRAPHS_DIR": str(var / "graphs"),
            "CODEFYUI_DB_PATH": str(var / "codefyui.db")}
     server = subprocess.Popen([python, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)],
                               cwd=backend, env=env, stdout=open(var / "server.log", "wb"), stderr=subprocess.STDOUT)
-    try:
-        return asyncio.run(codefyui_bursts(port, server.pid, codefyui_graph(doc), n))
-    finally:
+
+    def stop() -> None:
         server.send_signal(signal.SIGINT)
         server.wait(30)
+
+    stack.callback(stop)
+    graph = codefyui_graph(doc)
+    reference = Reference(server, port, asyncio.run(codefyui_ready(port, graph)), graph)
+    asyncio.run(codefyui_burst(reference, n))
+    return reference
 
 
 KINDS = (("unseeded", {"seed": None}), ("seeded", {"seed": 42}))
@@ -416,8 +431,10 @@ def main() -> None:
     with ExitStack() as stack:
         servers = [serve(stack, root, n, bursts, cnn) for root in [ROOT, *([args.against.resolve()] if args.against else [])]]
         ours = servers[0]
+        reference = codefyui_served(stack, args.codefyui, args.codefyui_python, cnn, n) if args.codefyui else None
         spy = profiler(ours.process, ours.var)
         runs = [{kind: [] for kind, _ in KINDS} for _ in servers]   # each burst's (median, p95, CPU per run)
+        theirs: list[tuple] = []                                      # CodefyUI's, the same
         pairs = list(zip(servers, runs))
         for i in range(bursts):   # in turns: a slow spell of the machine lands on both kinds (and both trees)
             for k, (kind, options) in enumerate(KINDS):
@@ -427,6 +444,8 @@ def main() -> None:
                     times = asyncio.run(burst(s.port, s.tokens[group], cnn, options, args.follow, args.one_request))
                     served[kind].append(
                         (statistics.median(times), percentile(times, 0.95), spent(before, cpu_ms(s.process.pid), n)))
+                if reference is not None and k == i % 2:   # between our kinds, on alternate sides
+                    theirs.append(asyncio.run(codefyui_burst(reference, n)))
         figures = [{kind: over_bursts(each) for kind, each in r.items()} for r in runs]
         alone, alone_cpu = asyncio.run(one_by_one(ours.process.pid, ours.port, ours.tokens[-1], walkthrough))
         if spy is not None:
@@ -445,11 +464,12 @@ def main() -> None:
         theirs = worst_p95(figures[1])
         print(f"this tree / {servers[1].root}, bursts in turns: p95 {p95 / theirs:.2f}×, server process CPU per run "
               f"{figures[0]['unseeded'][2][0] / figures[1]['unseeded'][2][0]:.2f}× (unseeded)")
-    if args.codefyui:
-        median, their_p95, cpu = codefyui_side_by_side(args.codefyui, args.codefyui_python, cnn, n)
-        print(f"CodefyUI's backend, side by side (one POST /api/graph/run each, after a first burst): median "
-              f"{median:.3f} s, p95 {their_p95:.3f} s; its process's CPU {cpu:.1f} ms per run. Ours / CodefyUI's: "
-              f"p95 {p95 / their_p95:.2f}×, CPU {sum(figures[0]['unseeded'][2]) / cpu:.2f}× (unseeded)")
+    if theirs:
+        median, their_p95, (cpu, _), each = over_bursts(theirs)
+        print(f"CodefyUI's backend, in turns with ours (one POST /api/graph/run each): each burst's p95 "
+              f"{', '.join(f'{p:.3f}' for p in each)} s; median {median:.3f} s, p95 {their_p95:.3f} s; its process's "
+              f"CPU {cpu:.1f} ms per run. Ours / CodefyUI's: p95 {p95 / their_p95:.2f}×, "
+              f"CPU {sum(figures[0]['unseeded'][2]) / cpu:.2f}× (unseeded)")
     print(f"one walkthrough run alone ({ALONE_RUNS} one after another): median {alone:.3f} s, server CPU "
           f"{sum(alone_cpu):.1f} ms per run ({alone_cpu[0]:.1f} server process + {alone_cpu[1]:.1f} run workers)")
     kind = "_followed" if args.follow else "_one_request" if args.one_request else ""
