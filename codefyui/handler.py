@@ -82,6 +82,9 @@ class SyncStackASGIHandler(ASGIHandler):
             body_file = await self.read_body(receive)
         except RequestAborted:
             return
+        except OSError:   # the disk is full, say: nothing is lost but this request
+            await _answer_plainly(send, 507, "The server could not store the request's body.")
+            return
         set_script_prefix(get_script_prefix(scope))
         try:
             # An upload spooled to disk is served on a thread of its own: parsing and saving it
@@ -111,19 +114,22 @@ class SyncStackASGIHandler(ASGIHandler):
         other request for the whole of it (bench/transfer_stall.py). Pieces that go to disk are
         written from another thread: on a busy disk one write could hold the loop ~0.1 s."""
         body_file = tempfile.SpooledTemporaryFile(max_size=settings.FILE_UPLOAD_MAX_MEMORY_SIZE, mode="w+b")
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                body_file.close()
-                raise RequestAborted()
-            piece = message.get("body", b"")
-            if body_file.tell() + len(piece) > settings.FILE_UPLOAD_MAX_MEMORY_SIZE:
-                await asyncio.to_thread(body_file.write, piece)   # to disk: it may wait on the disk
-            else:
-                body_file.write(piece)
-            if not message.get("more_body", False):
-                break
-            await asyncio.sleep(0)
+        try:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise RequestAborted()
+                piece = message.get("body", b"")
+                if body_file.tell() + len(piece) > settings.FILE_UPLOAD_MAX_MEMORY_SIZE:
+                    await asyncio.to_thread(body_file.write, piece)   # to disk: it may wait on the disk
+                else:
+                    body_file.write(piece)
+                if not message.get("more_body", False):
+                    break
+                await asyncio.sleep(0)
+        except BaseException:
+            body_file.close()
+            raise
         body_file.seek(0)
         return body_file
 
@@ -146,6 +152,14 @@ class SyncStackASGIHandler(ASGIHandler):
         if not response.streaming:
             response.close()   # its content is bytes already
         return response
+
+
+async def _answer_plainly(send, status: int, text: str) -> None:
+    """An answer made without Django, for a request Django never saw."""
+    body = text.encode()
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _pieces_off_thread(content: Iterator[bytes]) -> AsyncIterator[bytes]:

@@ -170,6 +170,23 @@ async def test_pieces_of_a_body_that_go_to_disk_are_written_off_the_event_loop(s
     assert written_in[0] == loop and loop not in written_in[1:]   # 60 bytes fit in memory; then it is disk
 
 
+async def test_a_body_the_disk_cannot_take_is_refused_with_507(settings, monkeypatch):
+    """A full disk fails the upload that met it with a plain answer, and nothing else."""
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 100
+    write = tempfile.SpooledTemporaryFile.write
+
+    def full(self, data):
+        if self._rolled or self.tell() + len(data) > 100:
+            raise OSError(28, "No space left on device")
+        return write(self, data)
+
+    monkeypatch.setattr(tempfile.SpooledTemporaryFile, "write", full)
+    status, headers, body = await exchange(SyncStackASGIHandler(), "/files/upload", method="POST",
+                                           pieces=(b"x" * 60, b"y" * 60))
+    assert (status, body) == (507, b"The server could not store the request's body.")
+    assert headers["content-type"].startswith("text/plain")
+
+
 async def test_a_streamed_answer_is_made_off_djangos_thread_and_sent_in_big_pieces():
     """A download (a file, a tensor's .npy) is read in a thread other than Django's one request
     thread, a MiB at a time, instead of whole into a list on that thread."""
