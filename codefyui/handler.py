@@ -50,7 +50,7 @@ from django.http import HttpRequest, HttpResponseBase
 from django.urls import set_script_prefix
 from django.utils.module_loading import import_string
 
-from codefyui import heavy
+from codefyui import conf, heavy
 from codefyui.fairqueue import FairQueue
 
 
@@ -78,9 +78,15 @@ class SyncStackASGIHandler(ASGIHandler):
         the view, the response's close with request_finished), and without a task listening
         for a disconnect beside each request: a view here returns in milliseconds (a long
         wait is the ASGI middleware's, apps/runs/api.py)."""
+        if _declared_length(scope) > max_body_bytes():   # refused before a byte of it is read
+            await _answer_plainly(send, 413, body_too_large())
+            return
         try:
             body_file = await self.read_body(receive)
         except RequestAborted:
+            return
+        except BodyTooLarge:
+            await _answer_plainly(send, 413, body_too_large())
             return
         except OSError:   # the disk is full, say: nothing is lost but this request
             await _answer_plainly(send, 507, "The server could not store the request's body.")
@@ -112,14 +118,18 @@ class SyncStackASGIHandler(ASGIHandler):
         """The body, spooled as Django does, giving the event loop back after each piece: a big
         upload's pieces may be waiting all at once, and writing them out in one go held every
         other request for the whole of it (bench/transfer_stall.py). Pieces that go to disk are
-        written from another thread: on a busy disk one write could hold the loop ~0.1 s."""
+        written from another thread: on a busy disk one write could hold the loop ~0.1 s. A
+        body past ``max_body_bytes`` (one sent without its length) stops there: BodyTooLarge."""
         body_file = tempfile.SpooledTemporaryFile(max_size=settings.FILE_UPLOAD_MAX_MEMORY_SIZE, mode="w+b")
+        limit = max_body_bytes()
         try:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
                     raise RequestAborted()
                 piece = message.get("body", b"")
+                if body_file.tell() + len(piece) > limit:
+                    raise BodyTooLarge()
                 if body_file.tell() + len(piece) > settings.FILE_UPLOAD_MAX_MEMORY_SIZE:
                     await asyncio.to_thread(body_file.write, piece)   # to disk: it may wait on the disk
                 else:
@@ -152,6 +162,31 @@ class SyncStackASGIHandler(ASGIHandler):
         if not response.streaming:
             response.close()   # its content is bytes already
         return response
+
+
+class BodyTooLarge(Exception):
+    """A request's body is larger than any this server takes (``max_body_bytes``)."""
+
+
+def max_body_bytes() -> int:
+    """The largest body a request may have: a file as large as a student's whole My files
+    quota with its form around it (a larger one could never be kept), or a graph document
+    (DATA_UPLOAD_MAX_MEMORY_SIZE). Anything larger would only fill the server's disk before
+    a view could refuse it, and a stranger could send it before logging in."""
+    return max(conf.USER_FILES_MAX_MB * 2**20 + 2**20, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+
+
+def body_too_large() -> str:
+    return (f"The request is too large: this server takes at most {max_body_bytes() // 2**20} MB in one "
+            f"request (a file in My files may be up to {conf.USER_FILES_MAX_MB} MB, CODEFYUI_USER_FILES_MAX_MB).")
+
+
+def _declared_length(scope) -> int:
+    """The Content-Length a request declares (0 when it declares none, or nonsense)."""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            return int(value) if value.isdigit() else 0
+    return 0
 
 
 async def _answer_plainly(send, status: int, text: str) -> None:

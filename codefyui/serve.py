@@ -14,6 +14,9 @@ long answer's next piece waits until the connection has sent the previous one, s
 laptop's download holds about a piece of the server's memory, not its whole file
 (tests/test_serve.py, bench/transfer_stall.py).
 
+A request's head (its line and headers) is bounded (``HttpProtocol``), as Twisted bounded
+a line to 16 KB: httptools gathers a header however long it is.
+
 A class holds many connections at once (a browser keeps several, and a WebSocket per open
 editor), and a process started from a shell or by systemd may open only 1024 descriptors
 unless it asks: start-up raises that soft limit as far as the hard limit allows.
@@ -21,10 +24,12 @@ unless it asks: start-up raises that soft limit as far as the hard limit allows.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import resource
 from typing import Callable
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from codefyui import conf
 
@@ -33,6 +38,52 @@ OPEN_FILES = 65536
 SHUTDOWN_GRACE_S = 3   # a request still open then (a run's ?wait=, a socket) is cut off
 KEEP_ALIVE_S = 75      # an idle connection's life, as nginx's default: Uvicorn's own 5 s closed a
                        # script's connection between its runs (Daphne kept one 12 hours)
+MAX_HEAD_BYTES = 64 * 1024   # a request's line and headers: a browser's, cookies and all, take ~1-8 KB
+TOO_LARGE = b"The request's headers are too large."
+REFUSED_LINGER_S = 2   # how long the rest of a refused request is read and dropped
+
+
+class HttpProtocol(HttpToolsProtocol):
+    """Uvicorn's HTTP over httptools, with a request's head bounded: httptools gathers a header
+    piece by piece however long it grows, so one connection sending a 190 MB header held that
+    much of the server's memory and its event loop ~40 s, before any login. Past
+    MAX_HEAD_BYTES the request is answered 431 and the connection's sending side closed; what
+    the client still sends is read and dropped for REFUSED_LINGER_S (closing at once, with its
+    bytes unread, would reset the connection before the client read the answer). A read is
+    counted only when it neither ended a head nor a request (it then held only head bytes), so
+    a body is never counted, and a head gets at most two reads past the bound."""
+
+    _in_head = True    # what comes next belongs to a request's head
+    _head_bytes = 0
+    _moved_on = False  # this read ended a head or a request
+    _refused = False
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        self._moved_on = False
+        super().data_received(data)
+        if self._in_head and not self._moved_on and not self.transport.is_closing():
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._refuse()
+
+    def _refuse(self) -> None:
+        self._refused = True
+        self.logger.warning("A request's headers passed %d bytes: refused", MAX_HEAD_BYTES)
+        self.transport.write(b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; "
+                             b"charset=utf-8\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s"
+                             % (len(TOO_LARGE), TOO_LARGE))
+        self.transport.write_eof()
+        asyncio.get_running_loop().call_later(REFUSED_LINGER_S, self.transport.close)
+
+    def on_headers_complete(self) -> None:
+        self._in_head, self._head_bytes, self._moved_on = False, 0, True
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._in_head, self._moved_on = True, True
 
 
 def raise_open_files_limit(wanted: int = OPEN_FILES) -> int:
@@ -46,15 +97,15 @@ def raise_open_files_limit(wanted: int = OPEN_FILES) -> int:
 
 
 def config(application: str | Callable = APPLICATION, host: str = "127.0.0.1", port: int = 8000) -> uvicorn.Config:
-    """How the server serves: httptools for HTTP, websockets' sans-I/O protocol for the run
-    sockets, asyncio's own event loop (uvloop measured no faster here), no lifespan messages
+    """How the server serves: httptools for HTTP (``HttpProtocol``), websockets' sans-I/O
+    protocol for the run sockets, asyncio's own event loop (uvloop measured no faster here), no lifespan messages
     (codefyui.asgi starts what it needs when it is imported). A proxy's X-Forwarded-* headers
     are left to the settings (CODEFYUI_HTTPS: ``SECURE_PROXY_SSL_HEADER``,
     ``access.client_address``), as Daphne left them: a request's address is the connection's.
     A line per request only with CODEFYUI_ACCESS_LOG=1: each line is a logging record and a
     write, ~8 % of the server process's CPU in a class's burst of runs; errors are logged
     either way."""
-    return uvicorn.Config(application, host=host, port=port, http="httptools", ws="websockets-sansio",
+    return uvicorn.Config(application, host=host, port=port, http=HttpProtocol, ws="websockets-sansio",
                           loop="asyncio", lifespan="off", proxy_headers=False, access_log=conf.ACCESS_LOG,
                           timeout_keep_alive=KEEP_ALIVE_S, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
 

@@ -19,9 +19,9 @@ from django.db import connection
 from django.http import HttpRequest, StreamingHttpResponse
 
 from apps.accounts.models import ApiToken
-from codefyui import heavy
+from codefyui import conf, heavy
 from codefyui.api import JSON_POLICY
-from codefyui.handler import SyncStackASGIHandler
+from codefyui.handler import SyncStackASGIHandler, max_body_bytes
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -185,6 +185,23 @@ async def test_a_body_the_disk_cannot_take_is_refused_with_507(settings, monkeyp
                                            pieces=(b"x" * 60, b"y" * 60))
     assert (status, body) == (507, b"The server could not store the request's body.")
     assert headers["content-type"].startswith("text/plain")
+
+
+async def test_a_body_larger_than_any_the_server_takes_is_refused_before_it_fills_the_disk(settings, monkeypatch):
+    """A stranger's 50 GB POST would be spooled to disk before any view could refuse it. The
+    bound is a file of a student's whole My files quota (with its form), or a graph document."""
+    monkeypatch.setattr(conf, "USER_FILES_MAX_MB", 0)
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    assert max_body_bytes() == 2**20
+    piece = b"x" * 600_000
+    declared = [(b"content-length", str(50 * 2**30).encode())]
+    for headers, pieces in ((declared, (b"",)), ([], (piece, piece))):   # said beforehand, or found while reading
+        status, _, body = await exchange(SyncStackASGIHandler(), "/files/upload", headers, "POST", pieces)
+        assert status == 413 and body.decode() == (
+            "The request is too large: this server takes at most 1 MB in one request "
+            "(a file in My files may be up to 0 MB, CODEFYUI_USER_FILES_MAX_MB).")
+    status, _, _ = await exchange(SyncStackASGIHandler(), "/login/", [], "POST", (piece,))
+    assert status != 413   # a body within the bound goes on to its view
 
 
 async def test_a_streamed_answer_is_made_off_djangos_thread_and_sent_in_big_pieces():

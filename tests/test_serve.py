@@ -15,7 +15,7 @@ from typing import Iterator
 import uvicorn
 
 from codefyui import conf
-from codefyui.serve import OPEN_FILES, config, raise_open_files_limit
+from codefyui.serve import MAX_HEAD_BYTES, OPEN_FILES, HttpProtocol, config, raise_open_files_limit
 
 PIECE = 2**20
 PIECES = 64
@@ -100,6 +100,34 @@ def test_a_forms_body_reaches_the_application_as_it_came():
     assert app.clients == ["127.0.0.1"]
 
 
+def answer_to(port: int, request: bytes) -> bytes:
+    """What the server answers ``request`` with, until it closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        try:
+            client.sendall(request)
+        except OSError:   # it stopped reading: its answer is waiting
+            pass
+        answer = b""
+        while data := client.recv(65536):
+            answer += data
+    return answer
+
+
+def test_a_request_whose_headers_pass_the_bound_is_refused_and_others_are_served():
+    """httptools gathers a header however long it grows: one stranger's 190 MB header held as
+    much memory and the event loop ~40 s. The head is bounded; a big body is not a head."""
+    app = App()
+    with serving(app) as port:
+        huge = b"POST /x HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (4 * MAX_HEAD_BYTES) + b"\r\n\r\n"
+        answer = answer_to(port, huge)
+        assert answer.startswith(b"HTTP/1.1 431 ") and answer.endswith(b"The request's headers are too large.")
+        body = b"b" * (4 * MAX_HEAD_BYTES)
+        usual = (b"POST /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\nCookie: " + b"c" * 8000 +
+                 b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        assert answer_to(port, usual).startswith(b"HTTP/1.1 200 ")
+    assert app.bodies == [body]
+
+
 def test_the_servers_options(monkeypatch):
     """httptools for HTTP, the WebSocket protocol of websockets, asyncio's loop, no lifespan
     messages (the application starts what it needs when imported), a proxy's headers left to
@@ -107,7 +135,7 @@ def test_the_servers_options(monkeypatch):
     shutdown, and an access log only when asked for."""
     chosen = config()
     assert (chosen.app, chosen.http, chosen.ws, chosen.loop, chosen.lifespan) == (
-        "codefyui.asgi:application", "httptools", "websockets-sansio", "asyncio", "off")
+        "codefyui.asgi:application", HttpProtocol, "websockets-sansio", "asyncio", "off")
     assert not chosen.proxy_headers and not chosen.access_log
     assert (chosen.timeout_keep_alive, chosen.timeout_graceful_shutdown) == (75, 3)
     monkeypatch.setattr(conf, "ACCESS_LOG", True)
