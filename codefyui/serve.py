@@ -41,6 +41,7 @@ KEEP_ALIVE_S = 75      # an idle connection's life, as nginx's default: Uvicorn'
 MAX_HEAD_BYTES = 64 * 1024   # a request's line and headers: a browser's, cookies and all, take ~1-8 KB
 TOO_LARGE = b"The request's headers are too large."
 REFUSED_LINGER_S = 2   # how long the rest of a refused request is read and dropped
+HEAD_TIMEOUT_S = 30    # from a connection's opening, or a head's first bytes, until the head is in
 
 
 class HttpProtocol(HttpToolsProtocol):
@@ -51,16 +52,45 @@ class HttpProtocol(HttpToolsProtocol):
     the client still sends is read and dropped for REFUSED_LINGER_S (closing at once, with its
     bytes unread, would reset the connection before the client read the answer). A read is
     counted only when it neither ended a head nor a request (it then held only head bytes), so
-    a body is never counted, and a head gets at most two reads past the bound."""
+    a body is never counted, and a head gets at most two reads past the bound.
+
+    A head must also come whole within HEAD_TIMEOUT_S of the connection's opening or of its
+    first bytes: Uvicorn waits for it without end, so connections that send nothing, or a
+    byte now and then, could hold the server's descriptors until it could take no one else.
+    (Between requests, an idle connection is closed after KEEP_ALIVE_S.)"""
 
     _in_head = True    # what comes next belongs to a request's head
     _head_bytes = 0
     _moved_on = False  # this read ended a head or a request
     _refused = False
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._await_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_awaiting_head()
+        super().connection_lost(exc)
+
+    def _await_head(self) -> None:
+        self._head_timer = asyncio.get_running_loop().call_later(HEAD_TIMEOUT_S, self._head_too_slow)
+
+    def _stop_awaiting_head(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_too_slow(self) -> None:
+        self._head_timer = None
+        if self._in_head and not self.transport.is_closing():
+            self.transport.close()
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return
+        if self._in_head and self._head_timer is None:   # a next request's head begins
+            self._await_head()
         self._moved_on = False
         super().data_received(data)
         if self._in_head and not self._moved_on and not self.transport.is_closing():
@@ -79,6 +109,7 @@ class HttpProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_head, self._head_bytes, self._moved_on = False, 0, True
+        self._stop_awaiting_head()
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:

@@ -14,7 +14,7 @@ from typing import Iterator
 
 import uvicorn
 
-from codefyui import conf
+from codefyui import conf, serve
 from codefyui.serve import MAX_HEAD_BYTES, OPEN_FILES, HttpProtocol, config, raise_open_files_limit
 
 PIECE = 2**20
@@ -126,6 +126,35 @@ def test_a_request_whose_headers_pass_the_bound_is_refused_and_others_are_served
                  b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
         assert answer_to(port, usual).startswith(b"HTTP/1.1 200 ")
     assert app.bodies == [body]
+
+
+def whole_answer(client: socket.socket) -> bytes:
+    """One answer of App's, to its last chunk."""
+    answer = b""
+    while not answer.endswith(b"0\r\n\r\n"):
+        answer += client.recv(4096)
+    return answer
+
+
+def test_a_head_that_does_not_come_in_time_closes_its_connection(monkeypatch):
+    """Connections that send nothing, or a byte now and then, would hold the server's
+    descriptors for ever; a kept-alive connection may idle between its requests."""
+    monkeypatch.setattr(serve, "HEAD_TIMEOUT_S", 0.3)
+    app = App()
+    with serving(app) as port:
+        silent = socket.create_connection(("127.0.0.1", port), timeout=5)
+        trickling = socket.create_connection(("127.0.0.1", port), timeout=5)
+        trickling.sendall(b"GET /x HTTP/1.1\r\nHo")
+        kept = socket.create_connection(("127.0.0.1", port), timeout=5)
+        request = b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok"
+        kept.sendall(request)
+        assert whole_answer(kept).startswith(b"HTTP/1.1 200 ")
+        time.sleep(0.8)
+        assert silent.recv(10) == b"" and trickling.recv(10) == b""   # closed by the server
+        kept.sendall(request)                                            # still open
+        assert whole_answer(kept).startswith(b"HTTP/1.1 200 ")
+        for client in (silent, trickling, kept):
+            client.close()
 
 
 def test_the_servers_options(monkeypatch):
