@@ -1,6 +1,7 @@
 """The server (codefyui/serve.py): Uvicorn as configured there, on a free loopback port with
 a small ASGI application of the test's. A long answer goes as fast as its client reads it, a
-form's body reaches the application as it came, and start-up raises the open files limit.
+form's body reaches the application as it came, a request's head is bounded in size and in
+time, and start-up raises the open files limit.
 An upload through the product is tests/e2e/test_files.py's; what a big transfer costs the
 others is bench/transfer_stall.py's."""
 from __future__ import annotations
@@ -67,6 +68,14 @@ def serving(app: App) -> Iterator[int]:
         thread.join(10)
 
 
+def whole_answer(client: socket.socket) -> bytes:
+    """One answer of App's, to its last chunk."""
+    answer = b""
+    while not answer.endswith(b"0\r\n\r\n"):
+        answer += client.recv(4096)
+    return answer
+
+
 def test_a_long_answers_next_piece_waits_until_the_client_has_read():
     """A slow laptop's download holds about a piece of it in the server's memory, not the
     whole file: the application's send waits while the client reads nothing."""
@@ -93,9 +102,7 @@ def test_a_forms_body_reaches_the_application_as_it_came():
                        b"X-Forwarded-For: 10.0.0.9\r\n"
                        b"Content-Length: %d\r\n\r\n" % len(FORM) + FORM)
         client.settimeout(10)
-        answer = b""
-        while not answer.endswith(b"0\r\n\r\n"):   # the answer's last chunk
-            answer += client.recv(4096)
+        answer = whole_answer(client)
     assert app.bodies == [FORM] and FORM in answer
     assert app.clients == ["127.0.0.1"]
 
@@ -126,14 +133,6 @@ def test_a_request_whose_headers_pass_the_bound_is_refused_and_others_are_served
                  b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
         assert answer_to(port, usual).startswith(b"HTTP/1.1 200 ")
     assert app.bodies == [body]
-
-
-def whole_answer(client: socket.socket) -> bytes:
-    """One answer of App's, to its last chunk."""
-    answer = b""
-    while not answer.endswith(b"0\r\n\r\n"):
-        answer += client.recv(4096)
-    return answer
 
 
 def test_a_head_that_does_not_come_in_time_closes_its_connection(monkeypatch):
