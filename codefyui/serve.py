@@ -42,6 +42,8 @@ MAX_HEAD_BYTES = 64 * 1024   # a request's line and headers: a browser's, cookie
 TOO_LARGE = b"The request's headers are too large."
 REFUSED_LINGER_S = 2   # how long the rest of a refused request is read and dropped
 HEAD_TIMEOUT_S = 30    # from a connection's opening, or a head's first bytes, until the head is in
+SOCKET_MESSAGE_BYTES = 64 * 1024   # a page never sends on its run socket; Uvicorn would take 16 MB
+                                   # messages, 32 queued a socket: 512 MB for one student's script
 
 
 class HttpProtocol(HttpToolsProtocol):
@@ -137,7 +139,7 @@ def config(application: str | Callable = APPLICATION, host: str = "127.0.0.1", p
     write, ~8 % of the server process's CPU in a class's burst of runs; errors are logged
     either way."""
     return uvicorn.Config(application, host=host, port=port, http=HttpProtocol, ws="websockets-sansio",
-                          loop="asyncio", lifespan="off", proxy_headers=False, access_log=conf.ACCESS_LOG,
+                          ws_max_size=SOCKET_MESSAGE_BYTES, loop="asyncio", lifespan="off", proxy_headers=False, access_log=conf.ACCESS_LOG,
                           timeout_keep_alive=KEEP_ALIVE_S, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
 
 

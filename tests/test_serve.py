@@ -13,10 +13,11 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
+import pytest
 import uvicorn
 
 from codefyui import conf, serve
-from codefyui.serve import MAX_HEAD_BYTES, OPEN_FILES, HttpProtocol, config, raise_open_files_limit
+from codefyui.serve import MAX_HEAD_BYTES, OPEN_FILES, SOCKET_MESSAGE_BYTES, HttpProtocol, config, raise_open_files_limit
 
 PIECE = 2**20
 PIECES = 64
@@ -33,6 +34,12 @@ class App:
         self.clients: list[str] = []
 
     async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "websocket":   # accepts, then takes what comes until the socket closes
+            await receive()
+            await send({"type": "websocket.accept"})
+            while (await receive())["type"] != "websocket.disconnect":
+                pass
+            return
         assert scope["type"] == "http"
         body = b""
         while True:
@@ -156,16 +163,31 @@ def test_a_head_that_does_not_come_in_time_closes_its_connection(monkeypatch):
             client.close()
 
 
+def test_a_socket_message_past_the_bound_closes_that_socket():
+    """A page sends nothing on its run socket; a script's 16 MB messages, queued 32 deep,
+    would have held 512 MB of the server."""
+    from websockets.exceptions import ConnectionClosedError
+    from websockets.sync.client import connect
+
+    with serving(App()) as port, connect(f"ws://127.0.0.1:{port}/ws/runs/x/") as socket_:
+        socket_.send("a" * 1000)    # a small message is taken
+        socket_.send("a" * (SOCKET_MESSAGE_BYTES + 1))
+        with pytest.raises(ConnectionClosedError) as closed:
+            socket_.recv(timeout=5)
+    assert closed.value.rcvd.code == 1009   # "message too big"
+
+
 def test_the_servers_options(monkeypatch):
     """httptools for HTTP, the WebSocket protocol of websockets, asyncio's loop, no lifespan
     messages (the application starts what it needs when imported), a proxy's headers left to
-    the settings, idle connections kept as a browser or a script expects, a short grace at
-    shutdown, and an access log only when asked for."""
+    the settings, idle connections kept as a browser or a script expects, a socket's messages
+    kept small (a page sends none), a short grace at shutdown, and an access log only when
+    asked for."""
     chosen = config()
     assert (chosen.app, chosen.http, chosen.ws, chosen.loop, chosen.lifespan) == (
         "codefyui.asgi:application", HttpProtocol, "websockets-sansio", "asyncio", "off")
     assert not chosen.proxy_headers and not chosen.access_log
-    assert (chosen.timeout_keep_alive, chosen.timeout_graceful_shutdown) == (75, 3)
+    assert (chosen.timeout_keep_alive, chosen.timeout_graceful_shutdown, chosen.ws_max_size) == (75, 3, 65536)
     monkeypatch.setattr(conf, "ACCESS_LOG", True)
     assert config().access_log
 
