@@ -152,7 +152,10 @@ def main(argv: list[str] | None = None) -> None:
     raise_open_files_limit()
     chosen = config(args.app, args.host, args.port)
     chosen.load()   # imports the application before the event loop runs: its start-up uses the database
-    uvicorn.Server(chosen).run()
+    try:
+        uvicorn.Server(chosen).run()
+    except KeyboardInterrupt:   # Ctrl+C: the server has shut down; Uvicorn raises it again after
+        pass
 
 
 if __name__ == "__main__":

@@ -332,6 +332,9 @@ def worker_main(sock: socket.socket, threads: int) -> None:
     Two threads serve in turns: one reads the socket (a run's Stop, the server's hand-backs)
     while the other runs the job it read. The reader of a "run" message runs that job itself
     and the other takes over reading, so a job starts without a thread wake-up on its way."""
+    # Ctrl+C in the server's terminal reaches every process of its group: a worker leaves its
+    # ending to the server (it exits once the server is gone), without a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(threads)
     _keep_freed_memory()
     # A run's outputs go as captures and as cache entries: one copy, into the worker's arena.

@@ -118,6 +118,18 @@ def test_a_worker_killed_from_outside_fails_only_its_run(ready, student, strange
     assert service.wait_for(other.pk).status == "succeeded"
 
 
+def test_ctrl_c_in_the_servers_terminal_leaves_a_workers_run_to_finish(ready, student, tmp_path):
+    """Ctrl+C reaches every process of the server's group; a worker leaves its ending to the
+    server instead of dying mid-run with a traceback."""
+    run = start(student, graph("test:Hold", path=str(tmp_path / "a")))
+    worker = started_in(tmp_path / "a")
+    os.kill(worker, signal.SIGINT)
+    release(tmp_path / "a")
+    assert service.wait_for(run.pk).status == "succeeded"
+    time.sleep(0.5)
+    assert _running(worker)   # still the pool's, not ended and replaced
+
+
 def test_runs_are_taken_round_robin_across_students_and_each_may_queue_three(ready, student, stranger, tmp_path,
                                                                              monkeypatch, client):
     monkeypatch.setattr(conf, "MAX_CONCURRENT_RUNS", 1)
