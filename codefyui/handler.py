@@ -78,10 +78,9 @@ class SyncStackASGIHandler(ASGIHandler):
         the view, the response's close with request_finished), and without a task listening
         for a disconnect beside each request: a view here returns in milliseconds (a long
         wait is the ASGI middleware's, apps/runs/api.py)."""
-        if _declared_length(scope) > max_body_bytes():   # refused before a byte of it is read
-            await _answer_plainly(send, 413, body_too_large())
-            return
         try:
+            if _declared_length(scope) > max_body_bytes():   # refused before a byte of it is read
+                raise BodyTooLarge()
             body_file = await self.read_body(receive)
         except RequestAborted:
             return
@@ -128,9 +127,10 @@ class SyncStackASGIHandler(ASGIHandler):
                 if message["type"] == "http.disconnect":
                     raise RequestAborted()
                 piece = message.get("body", b"")
-                if body_file.tell() + len(piece) > limit:
+                size = body_file.tell() + len(piece)
+                if size > limit:
                     raise BodyTooLarge()
-                if body_file.tell() + len(piece) > settings.FILE_UPLOAD_MAX_MEMORY_SIZE:
+                if size > settings.FILE_UPLOAD_MAX_MEMORY_SIZE:
                     await asyncio.to_thread(body_file.write, piece)   # to disk: it may wait on the disk
                 else:
                     body_file.write(piece)

@@ -76,7 +76,7 @@ class HttpProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def _await_head(self) -> None:
-        self._head_timer = asyncio.get_running_loop().call_later(HEAD_TIMEOUT_S, self._head_too_slow)
+        self._head_timer = self.loop.call_later(HEAD_TIMEOUT_S, self._head_too_slow)
 
     def _stop_awaiting_head(self) -> None:
         if self._head_timer is not None:
@@ -107,7 +107,7 @@ class HttpProtocol(HttpToolsProtocol):
                              b"charset=utf-8\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s"
                              % (len(TOO_LARGE), TOO_LARGE))
         self.transport.write_eof()
-        asyncio.get_running_loop().call_later(REFUSED_LINGER_S, self.transport.close)
+        self.loop.call_later(REFUSED_LINGER_S, self.transport.close)
 
     def on_headers_complete(self) -> None:
         self._in_head, self._head_bytes, self._moved_on = False, 0, True
@@ -131,16 +131,18 @@ def raise_open_files_limit(wanted: int = OPEN_FILES) -> int:
 
 def config(application: str | Callable = APPLICATION, host: str = "127.0.0.1", port: int = 8000) -> uvicorn.Config:
     """How the server serves: httptools for HTTP (``HttpProtocol``), websockets' sans-I/O
-    protocol for the run sockets, asyncio's own event loop (uvloop measured no faster here), no lifespan messages
-    (codefyui.asgi starts what it needs when it is imported). A proxy's X-Forwarded-* headers
+    protocol for the run sockets (messages up to SOCKET_MESSAGE_BYTES), asyncio's own event
+    loop (uvloop measured no faster here), no lifespan messages (codefyui.asgi starts what it
+    needs when it is imported). A proxy's X-Forwarded-* headers
     are left to the settings (CODEFYUI_HTTPS: ``SECURE_PROXY_SSL_HEADER``,
     ``access.client_address``), as Daphne left them: a request's address is the connection's.
     A line per request only with CODEFYUI_ACCESS_LOG=1: each line is a logging record and a
     write, ~8 % of the server process's CPU in a class's burst of runs; errors are logged
     either way."""
     return uvicorn.Config(application, host=host, port=port, http=HttpProtocol, ws="websockets-sansio",
-                          ws_max_size=SOCKET_MESSAGE_BYTES, loop="asyncio", lifespan="off", proxy_headers=False, access_log=conf.ACCESS_LOG,
-                          timeout_keep_alive=KEEP_ALIVE_S, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+                          ws_max_size=SOCKET_MESSAGE_BYTES, loop="asyncio", lifespan="off", proxy_headers=False,
+                          access_log=conf.ACCESS_LOG, timeout_keep_alive=KEEP_ALIVE_S,
+                          timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
 
 
 def main(argv: list[str] | None = None) -> None:
