@@ -461,8 +461,8 @@ def main() -> None:
     print(f"seeded p95 / unseeded p95 = {ratio:.2f}")
     if args.against:
         report(f"{servers[1].root}: ", figures[1], n)
-        theirs = worst_p95(figures[1])
-        print(f"this tree / {servers[1].root}, bursts in turns: p95 {p95 / theirs:.2f}×, server process CPU per run "
+        other = worst_p95(figures[1])
+        print(f"this tree / {servers[1].root}, bursts in turns: p95 {p95 / other:.2f}×, server process CPU per run "
               f"{figures[0]['unseeded'][2][0] / figures[1]['unseeded'][2][0]:.2f}× (unseeded)")
     if theirs:
         median, their_p95, (cpu, _), each = over_bursts(theirs)
