@@ -2,11 +2,14 @@
 used evicted first, each user in their own scope."""
 from __future__ import annotations
 
+import pickle
+
 import torch
 
 from apps.graphs import document
 from apps.runs import service
-from apps.runs.engine import ExecutionCache, RunOptions, execute, plan_run
+from apps.runs.engine import ExecutionCache, RunOptions, cache_keys, execute, plan_run
+from apps.runs.engine import executor
 from apps.runs.engine.cache import ENTRY_BYTES
 
 KB = 1024
@@ -69,6 +72,25 @@ def test_runs_with_record_off_keep_the_cache_within_its_budget():
         assert outcome.status == "succeeded"
         assert cache.usage()["bytes"] <= budget
     assert 1 <= len(cache) < 8
+
+
+def test_a_plans_keys_are_worked_out_once_per_seed_and_device_and_cross_with_it(monkeypatch):
+    """A shared plan (a class's example) keeps its cache keys per seed and device: the server's
+    lookup hashes nothing the second time, and a worker's copy of the plan brings them along."""
+    planned = plan_run(tensor_create_graph(10))
+    hashed = []
+    monkeypatch.setattr(executor, "cache_key", lambda *args: hashed.append(args) or f"key{len(hashed)}")
+    seeded, unseeded = RunOptions(run_id="a", seed=3), RunOptions(run_id="b", seed=None)
+    first = cache_keys(planned, seeded, "cpu")
+    assert first and cache_keys(planned, RunOptions(run_id="c", seed=3), "cpu") is first
+    assert len(hashed) == len(first)
+    assert cache_keys(planned, unseeded, "cpu") is not first           # another seed: keys of its own
+    assert cache_keys(planned, RunOptions(run_id="d", verbose=True), "cpu") == {}   # verbose: no cache
+    hashed.clear()
+    assert cache_keys(pickle.loads(pickle.dumps(planned)), seeded, "cpu") == first and not hashed
+    for seed in range(executor._KEYS_KEPT + 1):                      # a student trying seeds: bounded
+        cache_keys(planned, RunOptions(run_id="e", seed=seed), "cpu")
+    assert len(planned.cache_keys) <= executor._KEYS_KEPT
 
 
 def test_health_and_this_server_show_the_cache_bytes_against_its_budget(student_client):

@@ -326,12 +326,27 @@ def timeout_message(seconds: float) -> str:
     return f"The run took longer than {seconds:g} seconds (CODEFYUI_RUN_TIMEOUT_S) and was stopped."
 
 
+_KEYS_KEPT = 8   # (seed, device) pairs whose keys a plan remembers
+
+
 def cache_keys(plan: Plan, options: RunOptions, device: str) -> dict[str, str]:
-    """The execution-cache key of every node that may be served from the cache. Keys never
-    depend on outputs, so a server can look up a run's hits before the run starts."""
+    """The execution-cache key of every node that may be served from the cache (read only).
+    Keys never depend on outputs, so a server can look up a run's hits before the run starts,
+    and they are worked out once per plan, seed and device: the server's lookup and the
+    worker's run of a class's shared plan take them from ``Plan.cache_keys``."""
     if options.verbose or options.gradients:
         return {}
-    seeded = options.seed is not None
+    memo = (options.seed, device)
+    keys = plan.cache_keys.get(memo)
+    if keys is None:
+        keys = _cache_keys(plan, options.seed, device)
+        kept = plan.cache_keys if len(plan.cache_keys) < _KEYS_KEPT else {}
+        plan.cache_keys = {**kept, memo: keys}   # never changed in place: another thread may be pickling the plan
+    return keys
+
+
+def _cache_keys(plan: Plan, seed: int | None, device: str) -> dict[str, str]:
+    seeded = seed is not None
     keys: dict[str, str] = {}
     for node in plan.nodes.values():  # in execution order: upstream keys come first
         cls = node.cls
@@ -339,8 +354,8 @@ def cache_keys(plan: Plan, options: RunOptions, device: str) -> dict[str, str]:
             continue
         if any(src not in keys for src, _ in node.inputs.values()):
             continue  # something upstream is not cacheable, so neither is this
-        seed = node_seed(options.seed, node.id) if seeded else None
-        keys[node.id] = cache_key(node.type, node.params, device, seed, node.inputs, keys)
+        keys[node.id] = cache_key(node.type, node.params, device, node_seed(seed, node.id) if seeded else None,
+                                  node.inputs, keys)
     return keys
 
 

@@ -48,6 +48,9 @@ class Plan:
     nodes: dict[str, PlannedNode]         # in a valid execution order
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)   # draft nodes: not part of this run
+    # (seed, device) -> every node's execution-cache key (executor.cache_keys). A plan is
+    # made once for a class's example and shared; its keys cross to the run worker with it.
+    cache_keys: dict[tuple, dict[str, str]] = field(default_factory=dict, compare=False, repr=False)
 
 
 def plan_run(doc: dict[str, Any], enabled: Collection[str] | None = None) -> Plan:
