@@ -25,8 +25,9 @@ def graph(inputs: dict[str, str], node_type: str, params: dict) -> dict:
     return document.normalise({"nodes": nodes, "edges": edges})
 
 
-def run(doc, max_elements=LIMIT):
-    return execute(plan_run(doc), RunOptions(run_id="limits", max_elements=max_elements), lambda event: None)
+def run(doc, max_elements=LIMIT, verbose=False):
+    return execute(plan_run(doc), RunOptions(run_id="limits", max_elements=max_elements, verbose=verbose),
+                   lambda event: None)
 
 
 CASES = {
@@ -152,17 +153,29 @@ def test_a_node_that_tells_its_largest_tensor_is_checked_once_and_runs_unguarded
     ("Linear", {"in_features": 30, "out_features": 7}, "64,30"),
     ("Linear", {"in_features": 30, "out_features": 90}, "2,64,30"),
     *[("Activation", {"function": f}, "3,40") for f in ("relu", "softmax", "prelu", "gelu")],
+    ("Softmax", {"dim": -1}, "3,40"),
+    ("Softmax", {"dim": 0}, "2,64,30"),
+    ("Flatten", {"start_dim": 1}, "2,3,4,5"),
+    ("Flatten", {"start_dim": 0}, "3,40"),
+    ("Conv2d", {"in_channels": 2, "out_channels": 7, "kernel_size": 3, "stride": 1, "padding": 1}, "1,2,9,9"),
+    ("Conv2d", {"in_channels": 3, "out_channels": 1, "kernel_size": 3, "stride": 2, "padding": 0}, "2,3,9,9"),
+    ("Conv2d", {"in_channels": 1, "out_channels": 4, "kernel_size": 1, "stride": 1, "padding": 5}, "1,3,3"),
+    ("MaxPool2d", {"kernel_size": 2, "stride": 2}, "1,4,8,8"),
+    ("MaxPool2d", {"kernel_size": 3, "stride": 1}, "2,3,5"),
+    ("AvgPool2d", {"kernel_size": 2, "stride": 1, "padding": 1}, "1,2,4,4"),
 ])
-def test_what_a_node_tells_bounds_every_tensor_it_makes(node_type, params, inputs, monkeypatch):
-    """The nodes that tell their largest tensor make nothing larger: every op of a run of
-    theirs under the per-op guard set to exactly that many elements passes."""
+@pytest.mark.parametrize("verbose", [False, True])
+def test_what_a_node_tells_bounds_every_tensor_it_makes(node_type, params, inputs, verbose, monkeypatch):
+    """The nodes that tell their largest tensor make nothing larger, Verbose internals' steps
+    included: every op of a run of theirs under the per-op guard set to exactly that many
+    elements passes."""
     doc = graph({"tensor": inputs}, node_type, params)
     node = plan_run(doc).nodes["node"]
     told = node.cls.largest_shape(node.params, {"tensor": torch.zeros(*map(int, inputs.split(",")))})
     assert told is not None
     # run it as a node that does not tell: every op guarded at exactly the told size
     monkeypatch.setattr(node.cls, "largest_shape", classmethod(lambda cls, params, inputs: None))
-    outcome = run(doc, max_elements=math.prod(told))
+    outcome = run(doc, max_elements=math.prod(told), verbose=verbose)
     assert outcome.nodes["node"].status == "completed", outcome.nodes["node"].error
 
 

@@ -18,8 +18,9 @@ gradient has the shape of a tensor the forward pass made, or of a view of one; t
 memory cap bounds the rest (a broadcast view's gradient made whole, a kernel's scratch).
 
 A node that can tell the largest tensor it will make before it runs (``Node.largest_shape``:
-Linear, Activation) has that one shape checked instead: the guard's ~10-40 µs an op was
-~0.5 ms of a small MLP's run, more than its activations' own arithmetic.
+Linear, Conv2d, the pools, Activation, Softmax, Flatten) has that one shape checked instead:
+the guard's ~10-40 µs an op was ~0.5 ms of a small MLP's run, more than its activations' own
+arithmetic.
 """
 from __future__ import annotations
 

@@ -28,6 +28,23 @@ def _fits(x: torch.Tensor, kernel: int, padding: int, node: str) -> None:
                         "kernel, more padding or a larger input")
 
 
+def _largest_windowed(params: dict, inputs: dict, channels: int | None = None) -> tuple[int, ...] | None:
+    """``largest_shape`` of a node that slides a window over an image (a convolution, a pool):
+    the larger of its input and its result, ``channels`` (default: the input's) for each
+    window position, kernel_size × kernel_size moved by 'stride' over the input padded by
+    'padding'. None where the node will refuse the input itself."""
+    shape = shape_of(inputs.get("tensor"))
+    if not shape or len(shape) not in (3, 4):
+        return None
+    k, stride, pad = params["kernel_size"], params["stride"], params.get("padding", 0)
+    height, width = shape[-2] + 2 * pad, shape[-1] + 2 * pad
+    if height < k or width < k:
+        return None
+    result = (*shape[:-3], shape[-3] if channels is None else channels, (height - k) // stride + 1,
+              (width - k) // stride + 1)
+    return max(shape, result, key=math.prod)
+
+
 def _kernel_params(in_ch: int, out_ch: int, kernel: int, stride: int, padding: int) -> tuple:
     return (
         Param("in_channels", "int", in_ch, "Channels of the input (1 grey, 3 colour)", min=1),
@@ -57,6 +74,10 @@ class Conv2d(LibraryNode):
     params = _kernel_params(1, 32, 3, 1, 1)
     stateful = True
     records_steps = True
+
+    @classmethod
+    def largest_shape(cls, params, inputs):
+        return _largest_windowed(params, inputs, params["out_channels"])   # the weights: build_layer
 
     def run(self, ctx, params, tensor):
         x = _image(tensor, "Conv2d")
@@ -119,6 +140,10 @@ class _Pool(LibraryNode):
     inputs = TENSOR_IN
     outputs = TENSOR_OUT
     pool = staticmethod(F.max_pool2d)
+
+    @classmethod
+    def largest_shape(cls, params, inputs):
+        return _largest_windowed(params, inputs)
 
     def run(self, ctx, params, tensor):
         x = as_float(_image(tensor, self.type))

@@ -5,7 +5,7 @@ import torch
 
 from ..base import NodeError, Param, Port, parse_int_list, register
 from ._helpers import (PAIR_IN, TENSOR_IN, TENSOR_OUT, LibraryNode, as_float, broadcast_shape,
-                       check_dim, param_value, shape_str, step)
+                       check_dim, param_value, shape_of, shape_str, step)
 
 CATEGORY = "Tensor Operations"
 
@@ -306,6 +306,10 @@ class Softmax(LibraryNode):
     outputs = TENSOR_OUT
     params = (Param("dim", "int", -1, "Dimension whose values should sum to 1"),)
     records_steps = True
+
+    @classmethod
+    def largest_shape(cls, params, inputs):
+        return shape_of(inputs.get("tensor"))   # the result and each verbose step: the input's shape or less
 
     def run(self, ctx, params, tensor):
         x = as_float(tensor)

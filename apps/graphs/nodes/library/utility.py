@@ -58,6 +58,10 @@ class Flatten(LibraryNode):
     outputs = TENSOR_OUT
     params = (Param("start_dim", "int", 1, "First dimension to flatten"),)
 
+    @classmethod
+    def largest_shape(cls, params, inputs):
+        return shape_of(inputs.get("tensor"))   # a view, or a copy of as many elements
+
     def run(self, ctx, params, tensor):
         start = params["start_dim"]
         if tensor.dim() > 0 and not -tensor.dim() <= start < tensor.dim():
