@@ -217,11 +217,11 @@ class MemoryCaptureStore(CaptureStore):
         if not self._over():
             return
         protected = self._open | ({keep} if keep else set())
-        for run_id in list(self._runs):
-            if not self._over():
+        while self._over():   # a full store drops one run for each run that opens: no copy of the whole list
+            oldest = next((run_id for run_id in self._runs if run_id not in protected), None)
+            if oldest is None:
                 return
-            if run_id not in protected:
-                self._bytes -= self._runs.pop(run_id).bytes
+            self._bytes -= self._runs.pop(oldest).bytes
 
 
 def _would_hold(run: _Run, slot: tuple[str, str], value: Any) -> tuple[dict[StorageKey, int], int]:
