@@ -179,6 +179,19 @@ def test_what_a_node_tells_bounds_every_tensor_it_makes(node_type, params, input
     assert outcome.nodes["node"].status == "completed", outcome.nodes["node"].error
 
 
+@pytest.mark.parametrize("node_type, params, inputs, problem", [
+    ("AvgPool2d", {"kernel_size": 2, "stride": 1, "padding": 100000}, "1,1,4,4",
+     "'padding' = 100000 must be at most half of kernel_size=2"),
+    ("Conv2d", {"in_channels": 3, "out_channels": 8, "kernel_size": 3, "stride": 1, "padding": 100000}, "1,1,4,4",
+     "Channel mismatch: expected 3 channels, got 1 (input shape [1, 1, 4, 4]); set in_channels to 1"),
+])
+def test_a_node_that_tells_leaves_wrong_params_to_its_own_message(node_type, params, inputs, problem):
+    """A student who types 100000 into a pool's padding, or wires the wrong channels into a
+    Conv2d, reads what is wrong, not only that the result would be too large."""
+    outcome = run(graph({"tensor": inputs}, node_type, params))
+    assert problem in outcome.nodes["node"].error
+
+
 @pytest.mark.parametrize("node_type, params", [
     *[("TensorInput", {"shape": "3,40", "value_mode": mode, "dtype": dtype})
       for mode in ("random", "zeros", "ones", "arange") for dtype in ("float32", "int64", "bool")],
