@@ -23,6 +23,15 @@ unless it asks: start-up raises that soft limit as far as the hard limit allows.
 """
 from __future__ import annotations
 
+import signal
+
+if __name__ == "__mp_main__":
+    # A run worker starting: multiprocessing's spawn runs the server's main module first, then
+    # imports torch for seconds. Ctrl+C in the server's terminal reaches the whole process
+    # group; a worker leaves its ending to the server (workers.worker_main) from here on,
+    # instead of printing a KeyboardInterrupt traceback from the middle of its imports.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
 import argparse
 import asyncio
 import resource
@@ -153,10 +162,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     raise_open_files_limit()
     chosen = config(args.app, args.host, args.port)
-    chosen.load()   # imports the application before the event loop runs: its start-up uses the database
     try:
+        chosen.load()   # imports the application before the event loop runs: its start-up uses the database
         uvicorn.Server(chosen).run()
-    except KeyboardInterrupt:   # Ctrl+C: the server has shut down; Uvicorn raises it again after
+    except KeyboardInterrupt:   # Ctrl+C while it starts, or once Uvicorn has shut down (it raises it again after)
         pass
 
 

@@ -1,15 +1,21 @@
 """The server (codefyui/serve.py): Uvicorn as configured there, on a free loopback port with
 a small ASGI application of the test's. A long answer goes as fast as its client reads it, a
 form's body reaches the application as it came, a request's head is bounded in size and in
-time, and start-up raises the open files limit.
+time, start-up raises the open files limit, and Ctrl+C while the server starts ends it and its
+run workers quietly.
 An upload through the product is tests/e2e/test_files.py's; what a big transfer costs the
 others is bench/transfer_stall.py's."""
 from __future__ import annotations
 
+import os
 import resource
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -203,3 +209,66 @@ def test_start_up_lets_the_server_hold_a_class_worth_of_connections(monkeypatch)
     assert raise_open_files_limit() == OPEN_FILES and limits["now"] == (OPEN_FILES, resource.RLIM_INFINITY)
     limits["now"] = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
     assert raise_open_files_limit() == resource.RLIM_INFINITY
+
+
+def _run_workers(pid: int) -> list[int]:
+    """The server's children that multiprocessing spawned (not its resource tracker)."""
+    children = [c for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()]
+    return [int(c) for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
+def _importing_torch(pid: int) -> bool:
+    """Whether the process has begun to import torch (its library is mapped): seconds of work."""
+    try:
+        return "libtorch_cpu" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_ctrl_c_while_the_server_starts_ends_it_and_its_workers_without_a_traceback(tmp_path):
+    """Ctrl+C in ``make run``'s terminal in its first seconds reaches its run workers while
+    they import torch (a worker starts at a lower priority, so the server is up first): the
+    server shuts down, the workers end, and none prints a traceback (a worker leaves its
+    ending to the server from the first thing it runs)."""
+    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DATABASE_URL"}}
+    env.update(DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", CODEFYUI_VAR_DIR=str(tmp_path),
+               CODEFYUI_RUN_WORKERS="2", CODEFYUI_MAX_CONCURRENT_RUNS="2", PYTHONPATH=str(Path(serve.__file__).parents[1]))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # Started as from a terminal: Ctrl+C not ignored (a shell's background job, as CI may run
+    # the tests, starts with it ignored, and every process started from there would inherit that).
+    as_from_a_terminal = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                          f"os.execv(sys.executable, [sys.executable, '-m', 'codefyui.serve', '--port', '{port}'])")
+    server = subprocess.Popen([sys.executable, "-c", as_from_a_terminal], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        workers: list[int] = []
+        while len(workers) < 2 or not all(map(_importing_torch, workers)):
+            assert time.monotonic() < deadline and server.poll() is None, "the workers did not start"
+            workers = _run_workers(server.pid)
+            time.sleep(0.005)
+        for worker in workers:   # held in their imports until the server is up (its own are shorter)
+            os.kill(worker, signal.SIGSTOP)
+        while not _listening(port):
+            assert time.monotonic() < deadline and server.poll() is None, "the server did not start"
+            time.sleep(0.05)
+        for worker in workers:
+            os.kill(worker, signal.SIGCONT)
+        time.sleep(0.3)   # back in the Python part of torch's import
+        os.killpg(server.pid, signal.SIGINT)   # as the terminal sends it: to the whole group
+        output = server.communicate(timeout=120)[0].decode()   # the workers hold the pipe too
+        assert "Traceback" not in output, output
+        for worker in workers:
+            while Path(f"/proc/{worker}").exists() and Path(f"/proc/{worker}/stat").read_text().split()[2] != "Z":
+                assert time.monotonic() < deadline, f"worker {worker} was left running"
+                time.sleep(0.05)
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)

@@ -389,7 +389,10 @@ def worker_main(sock: socket.socket, threads: int) -> None:
     gc.collect()
     gc.freeze()
     _lower_priority()   # a stand-in started at the server's (see WorkerPool._spawn)
-    send("ready", os.getpid(), wire.offer(), resident_bytes())   # the server maps the arena once
+    try:
+        send("ready", os.getpid(), wire.offer(), resident_bytes())   # the server maps the arena once
+    except OSError:   # the server ended while this worker started (Ctrl+C in its first seconds)
+        os._exit(0)
     threading.Thread(target=serve, daemon=True, name="worker-serve").start()
     serve()
 
