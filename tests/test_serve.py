@@ -15,8 +15,8 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -24,6 +24,7 @@ import uvicorn
 
 from codefyui import conf, serve
 from codefyui.serve import MAX_HEAD_BYTES, OPEN_FILES, SOCKET_MESSAGE_BYTES, HttpProtocol, config, raise_open_files_limit
+from tests.runs.worker_nodes import running
 
 PIECE = 2**20
 PIECES = 64
@@ -225,13 +226,6 @@ def _importing_torch(pid: int) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _listening(port: int) -> bool:
     with socket.socket() as probe:
         return probe.connect_ex(("127.0.0.1", port)) == 0
@@ -274,7 +268,7 @@ def test_ctrl_c_while_the_server_starts_ends_it_and_its_workers_without_a_traceb
         output = server.communicate(timeout=120)[0].decode()   # the workers hold the pipe too
         assert "Traceback" not in output, output
         for worker in workers:
-            while _alive(worker):
+            while running(worker):
                 assert time.monotonic() < deadline, f"worker {worker} was left running"
                 time.sleep(0.05)
     finally:

@@ -20,7 +20,7 @@ SCRIPT = ("def run(inputs, params):\n    x = inputs['in1']\n    print('total', x
 def script_nodes_on(web_server):
     """An administrator turns script nodes on (the admin's switch), for the rest of the session."""
     web_server.manage("shell", "-c", "from apps.runs.models import ScriptNodes\n"
-                                        "ScriptNodes.objects.update_or_create(pk=1, defaults={'enabled': True})")
+                                     "ScriptNodes.objects.update_or_create(pk=1, defaults={'enabled': True})")
 
 
 def open_details(editor: Screen) -> None:

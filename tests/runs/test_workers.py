@@ -17,7 +17,7 @@ from apps.runs import engine, service, workers
 from apps.runs.models import Run
 from apps.runs.store import MemoryCaptureStore
 from codefyui import conf
-from tests.runs.worker_nodes import graph, saver_graph
+from tests.runs.worker_nodes import graph, running, saver_graph
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -127,7 +127,7 @@ def test_ctrl_c_in_the_servers_terminal_leaves_a_workers_run_to_finish(ready, st
     release(tmp_path / "a")
     assert service.wait_for(run.pk).status == "succeeded"
     time.sleep(0.5)
-    assert _running(worker)   # still the pool's, not ended and replaced
+    assert running(worker)   # still the pool's, not ended and replaced
 
 
 def test_runs_are_taken_round_robin_across_students_and_each_may_queue_three(ready, student, stranger, tmp_path,
@@ -268,7 +268,7 @@ def test_a_workers_messages_leave_in_order_in_batches_and_a_runs_end_at_once():
     outbox.close()
 
 
-def test_a_batch_leaves_out_the_start_of_a_node_that_ends_in_it_and_keeps_one_still_running(monkeypatch):
+def test_a_batch_leaves_out_the_start_of_a_node_that_ends_in_it_and_keeps_one_stillrunning(monkeypatch):
     from apps.runs.engine import events as ev
     monkeypatch.setattr(workers._Outbox, "LINGER_S", 60)   # one batch, sent by close()
     sent: list[tuple] = []
@@ -319,14 +319,8 @@ def test_a_replacement_started_while_the_pool_closes_is_ended_too():
     pool._spawn(spare=False)
     # Its reader may reap it before this test would (is_alive() then cannot tell): ask the system.
     deadline = time.monotonic() + 10
-    while _running(started[0].pid) and time.monotonic() < deadline:
+    while running(started[0].pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _running(started[0].pid)
+    assert not running(started[0].pid)
 
 
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:   # gone (reaped)
-        return False
-    return state != "Z"   # a zombie has ended; only its parent's wait is left

@@ -1,6 +1,7 @@
 """Test-only nodes for the run-worker tests. They import no Django, so the workers import
 this module themselves when a planned node names it. Each writes its process id to
-``<path>.pid`` when it starts, so a test knows where and that it runs."""
+``<path>.pid`` when it starts, so a test knows where and that it runs (``running``: whether
+that process still does)."""
 from __future__ import annotations
 
 import os
@@ -10,6 +11,14 @@ from pathlib import Path
 import torch
 
 from apps.graphs.nodes.base import Node, Param, Port, register
+
+
+def running(pid: int) -> bool:
+    """Whether the process is alive: a zombie has ended, only its parent's wait is left."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:   # gone (reaped)
+        return False
 
 
 def _started(path: str) -> None:

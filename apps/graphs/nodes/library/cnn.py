@@ -32,14 +32,15 @@ def _largest_windowed(params: dict, inputs: dict, channels: int | None = None) -
     """``largest_shape`` of a node that slides a window over an image (a convolution, a pool):
     the larger of its input and its result, ``channels`` (default: the input's) for each
     window position, kernel_size × kernel_size moved by 'stride' over the input padded by
-    'padding'. None where the node will refuse the input or its params itself, so that its
-    own message says what is wrong (not the element limit's, for a padding typed 100000)."""
+    'padding'. None where the node will refuse the input itself (its rank, or a window larger
+    than it), so that its own message says what is wrong; each node leaves out its own refusals
+    too (not the element limit's message, for a padding typed 100000)."""
     shape = shape_of(inputs.get("tensor"))
     if not shape or len(shape) not in (3, 4):
         return None
     k, stride, pad = params["kernel_size"], params["stride"], params.get("padding", 0)
     height, width = shape[-2] + 2 * pad, shape[-1] + 2 * pad
-    if height < k or width < k or ("in_channels" in params and shape[-3] != params["in_channels"]):
+    if height < k or width < k:
         return None
     result = (*shape[:-3], shape[-3] if channels is None else channels, (height - k) // stride + 1,
               (width - k) // stride + 1)
@@ -78,6 +79,9 @@ class Conv2d(LibraryNode):
 
     @classmethod
     def largest_shape(cls, params, inputs):
+        shape = shape_of(inputs.get("tensor"))
+        if shape and len(shape) >= 3 and shape[-3] != params["in_channels"]:
+            return None   # refused by run (check_channels)
         return _largest_windowed(params, inputs, params["out_channels"])   # the weights: build_layer
 
     def run(self, ctx, params, tensor):
