@@ -53,15 +53,27 @@ def token_backend():
     return load_backend(settings.API_TOKEN_BACKEND)
 
 
+def _bearer(header: str) -> str | None:
+    """The token an Authorization header carries, or None."""
+    return header[7:].strip() if header.startswith("Bearer ") else None
+
+
 def _token_user(request: HttpRequest):
     """The token's user, or None. A valid token needs only its backend: ``authenticate`` would
     first bind every backend's signature, a twentieth of a small request's time. A wrong one
     goes through ``authenticate``, where axes counts it and answers a lockout."""
-    header = request.headers.get("Authorization", "")
-    if not header.startswith("Bearer "):
+    token = _bearer(request.headers.get("Authorization", ""))
+    if token is None:
         return None
-    token = header[7:].strip()
     return token_backend().authenticate(request, api_token=token) or authenticate(request, api_token=token)
+
+
+def remembered_token_user(scope):
+    """The user of an ASGI request's API token when the token backend remembers it from an
+    earlier request, else None (then only a view can tell). Reads no database: for the event loop."""
+    header = next((value for name, value in scope["headers"] if name == b"authorization"), b"")
+    token = _bearer(header.decode("latin-1"))
+    return token_backend().remembered(token) if token else None
 
 
 def api(*methods: str) -> Callable:

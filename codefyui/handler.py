@@ -31,6 +31,7 @@ htmx or static file to serve, and skipping those is a fifth of such a request's 
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import re
 import tempfile
@@ -66,6 +67,7 @@ class SyncStackASGIHandler(ASGIHandler):
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
         self.token_api = _Stack(settings.TOKEN_API_MIDDLEWARE)
+        self.token_api_around = _Stack(settings.TOKEN_API_MIDDLEWARE, view=lambda request: request.made_answer)
         self.heavy_turns = _Turns(in_flight=HEAVY_IN_FLIGHT)
 
     async def __call__(self, scope, receive, send) -> None:
@@ -112,6 +114,17 @@ class SyncStackASGIHandler(ASGIHandler):
                 await sync_to_async(response.close, thread_sensitive=True)()
         finally:
             body_file.close()
+
+    async def send_made_answer(self, scope, send, answer: HttpResponseBase) -> None:
+        """Send an answer to a token API request that was made without a view (a run's state
+        from memory, apps/runs/api.py) through the token API's middleware, here on the event
+        loop: the host and HTTPS checks and the headers are Django's own, with no turn on the
+        request thread. The answer and that middleware read no database."""
+        request, response = self.create_request(scope, io.BytesIO())
+        if request is not None:
+            request.made_answer = answer
+            response = self.token_api_around.get_response(request)
+        await self.send_response(response, send)
 
     async def read_body(self, receive):
         """The body, spooled as Django does, giving the event loop back after each piece: a big
@@ -304,13 +317,14 @@ def _token_api(request: HttpRequest) -> bool:
 
 
 class _Stack(BaseHandler):
-    """Django's request handling through a middleware list of its own, served sync.
-    (BaseHandler.load_middleware reads settings.MIDDLEWARE only: this is its sync path.)"""
+    """Django's request handling through a middleware list of its own, served sync, around
+    the URL's view or around ``view``. (BaseHandler.load_middleware reads settings.MIDDLEWARE
+    only: this is its sync path.)"""
 
-    def __init__(self, paths: list[str]):
+    def __init__(self, paths: list[str], view: Callable[[HttpRequest], HttpResponseBase] | None = None):
         super().__init__()
         self._view_middleware, self._template_response_middleware, self._exception_middleware = [], [], []
-        handler = convert_exception_to_response(self._get_response)
+        handler = convert_exception_to_response(view or self._get_response)
         for path in reversed(paths):
             middleware = import_string(path)(handler)
             if hasattr(middleware, "process_view"):

@@ -43,8 +43,8 @@ class ApiTokenBackend(ModelBackend):
         if not api_token:
             return None
         digest = ApiToken.hash(api_token)
-        user, read_at = _remembered.get(digest, (None, 0.0))
-        if user is None or time.monotonic() - read_at > REMEMBER_S:
+        user = _recalled(digest)
+        if user is None:
             user = next(iter(get_user_model().objects.raw(_token_user_sql(), [digest])), None)
             if user is None or not self.user_can_authenticate(user):
                 _remembered.pop(digest, None)
@@ -53,6 +53,17 @@ class ApiTokenBackend(ModelBackend):
                 _remembered.clear()
             _remembered[digest] = (user, time.monotonic())
         return copy.copy(user)  # each request its own instance: views may set attributes on it
+
+    def remembered(self, api_token: str):
+        """The token's user if this process remembers it from an earlier request, else None.
+        Reads no database, so the event loop may ask (apps/runs/api.py)."""
+        user = _recalled(ApiToken.hash(api_token)) if api_token else None
+        return None if user is None else copy.copy(user)
+
+
+def _recalled(digest: str):
+    user, read_at = _remembered.get(digest, (None, 0.0))
+    return user if user is not None and time.monotonic() - read_at <= REMEMBER_S else None
 
 
 @functools.cache

@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from apps.graphs import document
 from apps.graphs.models import Graph
 from codefyui.access import get_visible
-from codefyui.api import ApiError, api, json_body, json_response
+from codefyui.api import ApiError, api, json_body, json_response, remembered_token_user
 
 from . import service
 from .models import Run
@@ -34,10 +34,11 @@ def wait_seconds(raw: str | None) -> float:
 
 def wait_for_runs(app):
     """ASGI middleware for ``GET /api/runs/{id}?wait=S``: it waits on the event loop, holding
-    no thread, until the run ends or S seconds pass, then lets the view answer with the run's
-    state then (every sync view shares one thread: a wait there would stall every student).
-    The view decides who may see the run and answers a malformed wait; a run id is a random
-    UUID, so a wait on an id one does not own only delays one's own 404.
+    no thread, until the run ends or S seconds pass, then answers with the run's state then
+    (every sync view shares one thread: a wait there would stall every student): itself for
+    a run that has ended (``_answer_ended``), else through the view. The view decides who may
+    see the run and answers a malformed wait; a run id is a random UUID, so a wait on an id
+    one does not own only delays one's own 404.
 
     ``POST /api/runs?wait=S`` submits the run as without it and, once it is accepted, answers
     the same way, what ``GET /api/runs/{id}`` answers then: a script runs a graph and reads
@@ -49,6 +50,8 @@ def wait_for_runs(app):
                 return await _submit_and_wait(app, scope, receive, send, seconds)
             if scope["method"] == "GET" and (match := _RUN_PATH.fullmatch(scope["path"])) and (seconds := _wait(scope)):
                 await service.until_finished(match[1], seconds)
+                if await _answer_ended(app, scope, match[1], send):
+                    return
         await app(scope, receive, send)
 
     return middleware
@@ -79,11 +82,28 @@ async def _submit_and_wait(app, scope, receive, send, seconds: float) -> None:
     run_id = json.loads(b"".join(m.get("body", b"") for m in answer[1:]))["run_id"]
     await service.until_finished(run_id, seconds)
     path = f"/api/runs/{run_id}"
+    scope = {**scope, "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b""}
+    if await _answer_ended(app, scope, run_id, send):
+        return
 
     async def no_body() -> dict:
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    await app({**scope, "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b""}, no_body, send)
+    await app(scope, no_body, send)
+
+
+async def _answer_ended(app, scope, run_id: str, send) -> bool:
+    """Answer ``GET /api/runs/{id}`` here, on the event loop, for a run that has ended when
+    this process remembers both the run (``service.ended_run``) and the request's token: the
+    view's answer, sent through the token API's own middleware, without a turn on the request
+    thread (the view's turn was a sixth of the server's CPU per run of a class's burst,
+    bench/class_burst.py). False for anything else: the view answers it."""
+    user = remembered_token_user(scope)
+    run = service.ended_run(user, run_id) if user is not None else None
+    if run is None or not run.is_finished:
+        return False
+    await app.send_made_answer(scope, send, json_response(run_json(run)))
+    return True
 
 
 def run_json(run: Run) -> dict:

@@ -398,6 +398,14 @@ def known_run(user, run_id) -> Run | None:
     return None
 
 
+def ended_run(user, run_id: str) -> Run | None:
+    """A run of the user's among the last ENDED_KEPT this process ended, as ``known_run``
+    has it, else None. Takes no lock, so the event loop may ask: a dict's lookup is atomic
+    under the GIL, and a kept run is never changed, only copied."""
+    ended = _runs.ended.get(run_id)
+    return copy.copy(ended) if ended is not None and ended.owner_id == user.pk else None
+
+
 @receiver(post_delete, sender=Run, dispatch_uid="forget-ended-run")
 def _forget_ended(sender, instance: Run, **kwargs) -> None:
     """A deleted run (the Runs panel, the API, the admin, its owner's account) is not known here any more."""

@@ -246,8 +246,10 @@ def test_session_posts_need_the_csrf_token(student):
     assert post(client, "/api/graphs", {"nodes": [], "edges": []}).status_code == 403
 
 
-async def asgi_request(path: str, token: str, method: str = "GET", data: dict | None = None) -> tuple[int, dict]:
-    """A request through the server's ASGI stack for ?wait= (not the test client's WSGI one)."""
+async def asgi_exchange(path: str, token: str, method: str = "GET", data: dict | None = None,
+                        host: bytes = b"127.0.0.1") -> tuple[dict, bytes]:
+    """A request through the server's ASGI stack for ?wait= (not the test client's WSGI one):
+    the answer's start message and its body."""
     from asgiref.testing import ApplicationCommunicator
 
     from apps.runs.api import wait_for_runs
@@ -255,14 +257,19 @@ async def asgi_request(path: str, token: str, method: str = "GET", data: dict | 
     route, _, query = path.partition("?")
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
              "path": route, "raw_path": route.encode(), "query_string": query.encode(), "root_path": "",
-             "headers": [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {token}".encode()),
+             "headers": [(b"host", host), (b"authorization", f"Bearer {token}".encode()),
                          (b"content-type", b"application/json")],
              "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
     instance = ApplicationCommunicator(wait_for_runs(SyncStackASGIHandler()), scope)
     await instance.send_input({"type": "http.request", "body": json.dumps(data).encode() if data is not None else b""})
     start = await instance.receive_output(40)
     body = await instance.receive_output(40)
-    return start["status"], json.loads(body["body"])
+    return start, body["body"]
+
+
+async def asgi_request(path: str, token: str, method: str = "GET", data: dict | None = None) -> tuple[int, dict]:
+    start, body = await asgi_exchange(path, token, method, data)
+    return start["status"], json.loads(body)
 
 
 @pytest.mark.asyncio
@@ -318,6 +325,43 @@ async def test_a_script_submits_a_run_and_reads_its_end_in_one_request(student, 
     status, body = await asgi_request("/api/runs?wait=5", token, "POST", {"graph": {"nodes": "no"}})
     assert status == 400   # refused at once, as without ?wait
     assert await sync_to_async(Run.objects.count)() == runs   # neither started a run
+
+
+@pytest.mark.asyncio
+async def test_an_ended_runs_wait_is_answered_on_the_event_loop_as_the_view_answers_it(student, stranger, graph,
+                                                                                       monkeypatch):
+    """?wait= on a run that has ended, with a token this process remembers, is answered
+    without a turn on the request thread: the view's status, headers and body, through the
+    token API's own middleware (its host check included). Anything else is the view's."""
+    from asgiref.sync import sync_to_async
+
+    from apps.accounts import backends
+    from codefyui.handler import SyncStackASGIHandler
+
+    token, strangers = [await sync_to_async(ApiToken.issue)(user) for user in (student, stranger)]
+    backends._remembered.clear()
+    run = await sync_to_async(service.start_run)(student, graph.document, graph=graph)
+    await sync_to_async(service.wait_for)(run.pk)
+    by_view = await asgi_exchange(f"/api/runs/{run.pk}", token)   # no wait: the view answers (and the token is remembered)
+    turns = []
+    respond = SyncStackASGIHandler._respond
+    monkeypatch.setattr(SyncStackASGIHandler, "_respond", lambda *args, **kw: turns.append(args[1]["path"]) or respond(*args, **kw))
+
+    start, body = await asgi_exchange(f"/api/runs/{run.pk}?wait=5", token)
+    assert (start, body) == by_view and not turns
+    assert json.loads(body)["status"] == "succeeded"
+    assert dict(start["headers"])[b"X-Frame-Options"] == b"DENY"   # the middleware's own header
+    start, _ = await asgi_exchange(f"/api/runs/{run.pk}?wait=5", token, host=b"evil.example")
+    assert start["status"] == 400 and not turns                      # ALLOWED_HOSTS, as the view's would be
+    status, body = await asgi_request(f"/api/runs?wait=5", token, "POST", {"graph": graph.pk})
+    assert status == 200 and body["status"] == "succeeded" and turns == ["/api/runs"]   # the submit only
+
+    await asgi_exchange("/api/graphs", strangers)                    # the stranger's token is remembered too
+    status, body = await asgi_request(f"/api/runs/{run.pk}?wait=5", strangers)
+    assert status == 404 and turns[-1] == f"/api/runs/{run.pk}"     # not theirs: the view says so
+    backends._remembered.clear()
+    assert await asgi_exchange(f"/api/runs/{run.pk}?wait=5", token) == by_view   # a token not remembered: the view
+    assert turns[-1] == f"/api/runs/{run.pk}"
 
 
 def test_stopping_a_queued_run_takes_it_out_of_the_queue(student, tmp_path):
