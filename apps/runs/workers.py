@@ -137,11 +137,12 @@ class _CaptureSink(CaptureStore):
 
 class _Outbox:
     """What a run sends leaves its worker in batches: events, captures and cache entries, in
-    the order they were made, as one message at most LINGER_S late (progress stays live); a
-    terminal event goes at once. Each message costs both ends system calls, a wake-up and an
-    unpickling, and a small run makes a few dozen in milliseconds. The batches of every outbox
-    of the process are sent when due by one thread (_LINGER): starting a thread per run cost a
-    run a wake-up before its first node."""
+    the order they were made, as one message at most LINGER_S late (progress stays live).
+    What waits at the run's end, its terminal event among it, goes with the worker's "done"
+    (``close``). Each message costs both ends system calls, a wake-up and an unpickling, and
+    a small run makes a few dozen in milliseconds. The batches of every outbox of the process
+    are sent when due by one thread (_LINGER): starting a thread per run cost a run a wake-up
+    before its first node."""
 
     LINGER_S = 0.01
 
@@ -156,27 +157,28 @@ class _Outbox:
         terminal = message[0] == "events" and message[1][-1].kind in ev.TERMINAL
         with self._lock:
             self._messages.append(message)
-            if not terminal:
+            if not terminal:   # the run's end goes at its close, right after
                 due = time.monotonic() + self.LINGER_S
                 if self._due is None or due < self._due:
                     self._due = due
                     _LINGER.schedule(self, due)
-        if terminal:
-            self.close()
 
-    def close(self) -> None:
-        """Send what waits, now."""
-        self._flush(due_only=False)
+    def close(self, last: tuple | None = None) -> None:
+        """Send what waits, now, and ``last`` (the worker's "done") in the same batch: one
+        message a run fewer for the server's reader."""
+        self._flush(due_only=False, last=last)
 
     def flush_due(self) -> None:
         self._flush(due_only=True)
 
-    def _flush(self, due_only: bool) -> None:
+    def _flush(self, due_only: bool, last: tuple | None = None) -> None:
         with self._sending:
             with self._lock:
                 if due_only and (self._due is None or self._due > time.monotonic()):
                     return
                 messages, self._messages, self._due = self._messages, [], None
+            if last is not None:
+                messages.append(last)
             if not messages:
                 return
             try:
@@ -264,23 +266,21 @@ _LINGER = _Lingerer()
 
 
 def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading.Event | None = None,
-            batched: bool = False, scripts: Callable | None = None) -> None:
+            outbox: _Outbox | None = None, scripts: Callable | None = None) -> None:
     """Execute one job, sending everything it produces (``unrecorded``: the server's store
-    stopped recording the run; ``batched``: through an _Outbox, as a worker does; ``scripts``
-    runs script nodes: a worker's sandbox, without which they refuse to run)."""
+    stopped recording the run; ``outbox``: in its batches, as a worker does, which closes it
+    after; ``scripts`` runs script nodes: a worker's sandbox, without which they refuse to run).
+    The kept layers of Persist weights go last, straight away (before the outbox's last batch)."""
     opts = job.options
     scope = opts.weights_scope if opts.persist_weights else ""
     if scope:
         WEIGHTS.replace(scope, job.weights)
-    outbox = _Outbox(send, opts.run_id) if batched else None
     post = outbox.post if outbox else send
     try:
         execute(job.plan, opts, lambda event: post("events", [event]),
                 captures=_CaptureSink(post, unrecorded or threading.Event()) if opts.record else None,
-                cancel=cancel, cache=_JobCache(job.hits, post), scripts=scripts, summaries_later=batched)
+                cancel=cancel, cache=_JobCache(job.hits, post), scripts=scripts, summaries_later=outbox is not None)
     finally:
-        if outbox:
-            outbox.close()
         if scope:
             send("weights", scope, WEIGHTS.entries(scope))
 
@@ -369,15 +369,16 @@ def worker_main(sock: socket.socket, threads: int) -> None:
         while True:
             with reading:
                 job, cancel, unrecorded = next_job()
+            outbox = _Outbox(send, job.run_id)
             try:
-                run_job(job, cancel, send, unrecorded, batched=True, scripts=run_script)  # scripts: in a child of their own
+                run_job(job, cancel, send, unrecorded, outbox, scripts=run_script)  # scripts: in a child of their own
             except Exception:
                 traceback.print_exc()
             retire = THREADS.still_computing()
-            wire.forget()   # what the run sent is the server's now
             with lock:
                 current.update(run_id=None, cancel=None, unrecorded=None)
-            send("done", job.run_id, retire, resident_bytes())
+            outbox.close(last=("done", job.run_id, retire, resident_bytes()))
+            wire.forget()   # what the run sent is the server's now
             if retire:  # the server answers "exit" once it has read everything before "done"
                 time.sleep(30)
                 os._exit(0)
@@ -427,10 +428,7 @@ class Assignment:
 
     def receive(self, kind: str, *payload) -> None:
         """A message from the worker."""
-        if kind == "batch":
-            for message in payload[0]:
-                self.receive(*message)
-        elif kind == "events":
+        if kind == "events":
             for event in payload[0]:
                 self.emit(event)
         elif kind == "captures" and self.captures is not None:
@@ -718,6 +716,34 @@ class WorkerPool:
             worker.process.join(5)
             worker.reader.join(5)  # it has seen the end of its worker's socket
 
+    def _received(self, worker: _Worker, message: tuple) -> None:
+        """One message from a worker (a batch's, in turn)."""
+        kind = message[0]
+        if kind == "ready":
+            worker.idle_rss, worker.idle_since = message[3], time.monotonic()
+            worker.ready = True
+            self.failed_starts = 0
+            self._on_free()
+        elif kind == "done":
+            worker.idle_rss, worker.idle_since = message[3], time.monotonic()
+            with self._lock:
+                assignment, worker.assignment = worker.assignment, None
+                worker.retiring = message[2]
+                paused, worker.paused_since = worker.paused_since is not None, None
+            if paused:   # its run ended just as it was paused: a free worker computes nothing anyway
+                _signal(worker, signal.SIGCONT)
+            if assignment is not None:
+                assignment.end()
+            if worker.retiring:
+                worker.send("exit")
+            else:
+                self._on_free()
+        elif worker.assignment is not None:
+            try:
+                worker.assignment.receive(*message)
+            except Exception:
+                log.exception("run %s: could not take in a %s message", worker.assignment.run_id, kind)
+
     def _spawn(self, spare: bool, stand_in: bool = False) -> None:
         ours, theirs = socket.socketpair()
         process = self._ctx.Process(target=worker_main, args=(theirs, self.threads), name="codefyui-run-worker")
@@ -749,31 +775,8 @@ class WorkerPool:
             except Exception:  # e.g. a capture whose shared memory went with its ended worker
                 log.warning("lost a message from run worker %s", worker.process.pid, exc_info=True)
                 continue
-            kind = message[0]
-            if kind == "ready":
-                worker.idle_rss, worker.idle_since = message[3], time.monotonic()
-                worker.ready = True
-                self.failed_starts = 0
-                self._on_free()
-            elif kind == "done":
-                worker.idle_rss, worker.idle_since = message[3], time.monotonic()
-                with self._lock:
-                    assignment, worker.assignment = worker.assignment, None
-                    worker.retiring = message[2]
-                    paused, worker.paused_since = worker.paused_since is not None, None
-                if paused:   # its run ended just as it was paused: a free worker computes nothing anyway
-                    _signal(worker, signal.SIGCONT)
-                if assignment is not None:
-                    assignment.end()
-                if worker.retiring:
-                    worker.send("exit")
-                else:
-                    self._on_free()
-            elif worker.assignment is not None:
-                try:
-                    worker.assignment.receive(*message)
-                except Exception:
-                    log.exception("run %s: could not take in a %s message", worker.assignment.run_id, kind)
+            for message in message[1] if message[0] == "batch" else [message]:
+                self._received(worker, message)
         worker.process.join(5)
         worker.wire.close()
         with self._lock:

@@ -251,7 +251,7 @@ def test_a_script_node_runs_in_a_child_process_of_its_worker(ready, student, mon
 
 # -- what a run sends leaves a worker in batches (no worker process needed) ------------------------
 
-def test_a_workers_messages_leave_in_order_in_batches_and_a_runs_end_at_once():
+def test_a_workers_messages_leave_in_order_in_batches_and_a_runs_end_with_its_done():
     from apps.runs.engine import events as ev
     sent: list[tuple] = []
     outbox = workers._Outbox(lambda *message: sent.append(message), "r1")
@@ -264,8 +264,8 @@ def test_a_workers_messages_leave_in_order_in_batches_and_a_runs_end_at_once():
     assert [m[0] for m in sent[0][1]] == ["events", "captures", "cache", "events"]  # in the order made
     outbox.post("events", [ev.Event(ev.LOG, "r1")])
     outbox.post("events", [ev.Event(ev.RUN_COMPLETED, "r1")])
-    assert [m[0] for m in sent[-1][1]] == ["events", "events"]  # the end does not wait
-    outbox.close()
+    outbox.close(last=("done", "r1"))   # as the worker closes it, at once after the run
+    assert len(sent) == 2 and [m[0] for m in sent[-1][1]] == ["events", "events", "done"]  # one message
 
 
 def test_a_batch_leaves_out_the_start_of_a_node_that_ends_in_it_and_keeps_one_stillrunning(monkeypatch):
@@ -284,7 +284,31 @@ def test_a_batch_leaves_out_the_start_of_a_node_that_ends_in_it_and_keeps_one_st
         (ev.NODE_COMPLETED, "loop"), (ev.NODE_RUNNING, "loop"), (ev.NODE_RUNNING, "c")]  # still running: kept
     outbox.post("events", [ev.Event(ev.NODE_COMPLETED, "r1", "c")])
     outbox.post("events", [ev.Event(ev.RUN_COMPLETED, "r1")])
+    outbox.close()
     assert [e.kind for _, payload in sent[-1][1] for e in payload] == [ev.NODE_COMPLETED, ev.RUN_COMPLETED]
+
+
+def test_the_layers_a_run_keeps_reach_the_server_before_its_end():
+    """Persist weights: a run started the moment the last one ends continues from its layers."""
+    from apps.runs.engine import events as ev
+    from tests.conftest import example
+
+    doc = document.normalise(example("cnn"))
+    options = engine.RunOptions(run_id="r1", **{**service.run_options(doc, {}), "persist_weights": True},
+                                weights_scope="tab-order")
+    sent: list[tuple] = []
+    outbox = workers._Outbox(lambda *message: sent.append(message), "r1")
+    try:
+        workers.run_job(workers.Job(service.plan(doc), options), threading.Event(),
+                        lambda *message: sent.append(message), outbox=outbox)
+        outbox.close(last=("done", "r1"))
+    finally:
+        engine.WEIGHTS.reset("tab-order")
+    ends = [i for i, (kind, *payload) in enumerate(sent) if kind == "batch"
+            and any(m[0] == "events" and m[1][-1].kind == ev.RUN_COMPLETED for m in payload[0])]
+    weights = [i for i, (kind, *_) in enumerate(sent) if kind == "weights"]
+    assert weights and ends and weights[0] < ends[0] and sent[ends[0]][1][-1] == ("done", "r1")
+    assert len(sent[weights[0]][2]) == 2   # the Conv2d and the Linear
 
 
 def test_an_output_that_cannot_cross_is_named_and_the_rest_of_the_batch_still_goes():
@@ -300,11 +324,12 @@ def test_an_output_that_cannot_cross_is_named_and_the_rest_of_the_batch_still_go
     outbox.post("captures", [("n1", "ok", 1), ("n1", "bad", lambda: 0)])
     outbox.post("cache", "key", {"bad": lambda: 0}, [])
     outbox.post("events", [ev.Event(ev.RUN_COMPLETED, "r1")])
+    outbox.close(last=("done", "r1"))
     assert sent[0] == ("captures", [("n1", "ok", 1)])
     warning = sent[1][1][0]
     assert (warning.kind, warning.node_id, warning.text) == (ev.LOG, "n1", "The output 'bad' could not be recorded (TypeError)")
     assert sent[2][0] == "events" and sent[2][1][0].kind == ev.RUN_COMPLETED  # the cache entry is simply not cached
-    outbox.close()
+    assert sent[3] == ("done", "r1") and len(sent) == 4                       # the worker's end goes still
 
 
 def test_a_replacement_started_while_the_pool_closes_is_ended_too():
