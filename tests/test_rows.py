@@ -1,5 +1,6 @@
 """codefyui/rows.py writes a row as the ORM would: read back through the ORM, on SQLite and on
-PostgreSQL, it is the same row."""
+PostgreSQL, it is the same row. The API token's user is read as the ORM reads it too
+(apps/accounts/backends.py makes it from its own statement)."""
 from __future__ import annotations
 
 import os
@@ -21,6 +22,25 @@ WHEN = datetime(2026, 12, 5, 10, 30, 15, 123456, tzinfo=timezone.utc)
 
 def fields(run: Run) -> dict:
     return {f.attname: getattr(run, f.attname) for f in Run._meta.concrete_fields if f.attname not in ("id", "created")}
+
+
+def token_user_reads_as_the_orms(user) -> bool:
+    """The user as the token backend reads it for a new token: every field's value and type as
+    the ORM's, and a saved instance of this database."""
+    from apps.accounts import backends
+    from apps.accounts.models import ApiToken
+
+    user.last_login = WHEN
+    user.save()
+    found = backends._token_user(ApiToken.hash(ApiToken.issue(user)))
+    by_orm = type(user).objects.get(pk=user.pk)
+    values = [(getattr(u, f.attname), type(getattr(u, f.attname))) for u in (found, by_orm) for f in user._meta.concrete_fields]
+    return values[:len(values) // 2] == values[len(values) // 2:] and not found._state.adding
+
+
+@pytest.mark.django_db
+def test_a_tokens_user_reads_as_the_orms(student):
+    assert token_user_reads_as_the_orms(student)
 
 
 @pytest.mark.django_db
@@ -61,6 +81,7 @@ def test_the_rows_read_back_the_same_on_postgresql(postgres_url):
         "a, b = Run.objects.get(pk=mine.pk), Run.objects.get(pk=theirs.pk)\n"
         "assert t.fields(a) == t.fields(b), (t.fields(a), t.fields(b))\n"
         "assert a.created == mine.created\n"
+        "assert t.token_user_reads_as_the_orms(user)\n"
         "print('same')\n")
     env = {**os.environ, "DATABASE_URL": postgres_url, "DJANGO_SETTINGS_MODULE": "codefyui.settings",
            "PYTHONPATH": str(ROOT)}
