@@ -43,7 +43,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core import signals
-from django.core.exceptions import RequestAborted
+from django.core.exceptions import ImproperlyConfigured, RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.base import BaseHandler
 from django.core.handlers.exception import convert_exception_to_response
@@ -334,4 +334,7 @@ class _Stack(BaseHandler):
             if hasattr(middleware, "process_exception"):
                 self._exception_middleware.append(middleware.process_exception)
             handler = convert_exception_to_response(middleware)
+        if view is not None and (self._view_middleware or self._template_response_middleware or self._exception_middleware):
+            # Around a made answer there is no view for their hooks to see: it would skip them.
+            raise ImproperlyConfigured(f"{paths} has view hooks: an answer made without a view cannot pass through them")
         self._middleware_chain = handler
