@@ -775,8 +775,8 @@ class WorkerPool:
             except Exception:  # e.g. a capture whose shared memory went with its ended worker
                 log.warning("lost a message from run worker %s", worker.process.pid, exc_info=True)
                 continue
-            for message in message[1] if message[0] == "batch" else [message]:
-                self._received(worker, message)
+            for each in message[1] if message[0] == "batch" else [message]:
+                self._received(worker, each)
         worker.process.join(5)
         worker.wire.close()
         with self._lock:

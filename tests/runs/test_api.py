@@ -353,7 +353,7 @@ async def test_an_ended_runs_wait_is_answered_on_the_event_loop_as_the_view_answ
     assert dict(start["headers"])[b"X-Frame-Options"] == b"DENY"   # the middleware's own header
     start, _ = await asgi_exchange(f"/api/runs/{run.pk}?wait=5", token, host=b"evil.example")
     assert start["status"] == 400 and not turns                      # ALLOWED_HOSTS, as the view's would be
-    status, body = await asgi_request(f"/api/runs?wait=5", token, "POST", {"graph": graph.pk})
+    status, body = await asgi_request("/api/runs?wait=5", token, "POST", {"graph": graph.pk})
     assert status == 200 and body["status"] == "succeeded" and turns == ["/api/runs"]   # the submit only
 
     await asgi_exchange("/api/graphs", strangers)                    # the stranger's token is remembered too
