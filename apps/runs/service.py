@@ -389,18 +389,15 @@ def known_run(user, run_id) -> Run | None:
     other run. ``GET /api/runs/{id}?wait=`` answers from here: reading the row back through
     the ORM cost more than the rest of that request."""
     key = str(run_id)
-    with _runs.lock:
-        live, ended = _runs.live.get(key), _runs.ended.get(key)
+    live = _runs.live.get(key)   # looked up first: an ending run leaves ``live`` before it joins ``ended``
     if live is not None and live.owner_pk == user.pk:
         return live.snapshot()
-    if ended is not None and ended.owner_id == user.pk:
-        return copy.copy(ended)
-    return None
+    return ended_run(user, key)
 
 
 def ended_run(user, run_id: str) -> Run | None:
-    """A run of the user's among the last ENDED_KEPT this process ended, as ``known_run``
-    has it, else None. Takes no lock, so the event loop may ask: a dict's lookup is atomic
+    """A run of the user's among the last ENDED_KEPT this process ended (its row as written
+    last), else None. Takes no lock, so the event loop may ask: a dict's lookup is atomic
     under the GIL, and a kept run is never changed, only copied."""
     ended = _runs.ended.get(run_id)
     return copy.copy(ended) if ended is not None and ended.owner_id == user.pk else None
