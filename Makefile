@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test bench chromium
+.PHONY: run test bench chromium bubblewrap
 
 PACKS := $(wildcard packs/*/pyproject.toml)
 
@@ -32,7 +32,11 @@ run: $(VENV)/.base
 chromium:
 	test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
-test: $(VENV)/.test chromium
+# Script nodes run inside bubblewrap (apps/runs/sandbox.py); without it they refuse to run.
+bubblewrap:
+	test -x /usr/bin/bwrap || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap)
+
+test: $(VENV)/.test chromium bubblewrap
 	$(PY) -m pytest
 
 bench: $(VENV)/.base

@@ -70,10 +70,11 @@ EXECUTION_CACHE_MAX_MB = _int("CODEFYUI_EXECUTION_CACHE_MAX_MB", 1024)
 RUN_WORKER_ARENA_MB = _int("CODEFYUI_RUN_WORKER_ARENA_MB", 64)
 
 # Script nodes (PythonScript): off unless an administrator turns them on (1 = on, or the admin's
-# switch); each script runs in a child process of its run worker within these limits.
+# switch); each script runs in a sandboxed child process of its run worker within these limits.
 SCRIPT_NODES = os.environ.get("CODEFYUI_SCRIPT_NODES", "").strip() == "1"
 SCRIPT_TIMEOUT_S = _int("CODEFYUI_SCRIPT_TIMEOUT_S", 30)
 SCRIPT_MEMORY_MB = _int("CODEFYUI_SCRIPT_MEMORY_MB", 1024)
+SCRIPT_SCRATCH_MB = _int("CODEFYUI_SCRIPT_SCRATCH_MB", 64)  # its /tmp, and its /dev/shm, each
 
 # LLMChat: an OpenAI-compatible chat endpoint on the school's network (POST {base}/chat/completions).
 # Unset (the default), the server runs offline and LLMChat says no provider is configured.

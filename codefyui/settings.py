@@ -12,19 +12,37 @@ from csp.constants import NONE, SELF
 from codefyui import conf
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = conf.VAR_DIR
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def private_dir(path: Path) -> Path:
+    """A folder only the server's user may enter (0700), whatever the umask; an existing one is mended."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """A file only the server's user may read (0600), created empty if missing, whatever the umask.
+    SQLite gives its -wal and -shm files the database's mode; they are mended too."""
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    for each in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if each.exists():
+            each.chmod(0o600)
+    return path
+
+
+# var/ holds the database, the secret key and the students' files: the server's user's alone.
+VAR_DIR = private_dir(conf.VAR_DIR)
 
 
 def _secret_key() -> str:
     """DJANGO_SECRET_KEY, else one generated once and kept in var/ (never committed)."""
     if os.environ.get("DJANGO_SECRET_KEY"):
         return os.environ["DJANGO_SECRET_KEY"]
-    path = VAR_DIR / "secret_key"
-    if not path.exists():
+    path = private_file(VAR_DIR / "secret_key")
+    if not path.read_text().strip():
         import secrets
         path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
     return path.read_text().strip()
 
 
@@ -108,6 +126,8 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    if DATABASES["default"]["NAME"] not in ("", ":memory:"):
+        private_file(Path(DATABASES["default"]["NAME"]))
     # Run threads write beside request handlers: WAL lets reads go on during a write, and
     # writers wait for the lock instead of failing. Tests use a file too (not shared-cache
     # memory, whose table locks ignore the timeout).
@@ -162,6 +182,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
+private_dir(conf.USER_FILES_DIR)   # the students' files (My files), wherever an administrator puts them
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -16,6 +16,7 @@ from django.utils.safestring import mark_safe
 import codefyui
 from apps.graphs import document, edits, presets, segments, subgraphs
 from apps.graphs.models import Graph, PackSwitch
+from apps.graphs.nodes.base import SCRIPTS_OFF
 from apps.graphs.nodes.packs import installed, missing_pack
 from apps.inspector.capture_state import RunView
 from apps.inspector.panel import TABS, Inspection, card_picture, segment_view
@@ -35,6 +36,7 @@ from .prefs import Prefs
 from .state import NODE_VIEW, PageState
 
 SCRIPTS_OFF_CARD = "Script nodes are off on this server"
+SCRIPTS_UNSAFE_CARD = "Script nodes cannot run on this server"
 RUN_FILTERS = ("all", "running", "queued", "succeeded", "failed", "cancelled", "interrupted")
 
 
@@ -74,9 +76,10 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         card.badge = badge(card.status)
         card.picture = pictures.get(card.id)
         card.progress = progress_line(card.status.get("progress"))
-    if any(card.script for card in canvas.cards) and not ScriptNodes.on():
+    if any(card.script for card in canvas.cards) and (refusal := ScriptNodes.refusal()):
+        notice = SCRIPTS_OFF_CARD if refusal == SCRIPTS_OFF else SCRIPTS_UNSAFE_CARD
         for card in canvas.cards:
-            card.notice = SCRIPTS_OFF_CARD if card.script else ""
+            card.notice = notice if card.script else ""
     for edge in canvas.edges if not block else ():  # the shape that crossed each edge
         summary = (statuses.get(edge.source, {}).get("summary") or {}).get(edge.port) or {}
         edge.shape = shape_text(summary["shape"]) if "shape" in summary else ""

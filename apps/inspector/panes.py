@@ -7,7 +7,6 @@ import re
 from typing import Any
 
 from apps.graphs import edits, subgraphs
-from apps.graphs.nodes.base import SCRIPTS_OFF
 from apps.runs.models import ScriptNodes
 
 from .layers_pane import has_layers, layers_view
@@ -39,7 +38,7 @@ class Code(DetailsPane):
         line = re.search(r"\bline (\d+):", error)
         return {"params": params, "declared": {p.name: p for p in cls.params},
                 "lines": range(1, params["code"].count("\n") + 2), "error_line": int(line[1]) if line else None,
-                "enabled": ScriptNodes.on(), "off": SCRIPTS_OFF, "ran": bool(status),
+                "refusal": ScriptNodes.refusal(), "ran": bool(status),
                 "error": error,
                 "printed": "\n".join(printed), "rows": forward_rows(ins)[1] if status else []}
 

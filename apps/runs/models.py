@@ -3,6 +3,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from apps.graphs.nodes.base import SCRIPTS_OFF
 from codefyui import conf
 
 
@@ -54,8 +55,9 @@ class ScriptNodes(models.Model):
     turns them on whatever it says."""
 
     enabled = models.BooleanField(default=False, help_text=(
-        "Let PythonScript nodes run on this server. Each script runs in a child process of its run worker with "
-        "no network, no files but a scratch folder, and CPU, memory and time limits."))
+        "Let PythonScript nodes run on this server. Each script runs in a sandbox (bubblewrap) in a child "
+        "process of its run worker: it sees only Python and its packages, read-only, and a scratch folder of its "
+        "own; no network, no other process, and CPU, memory, file and time limits."))
 
     class Meta:
         verbose_name = verbose_name_plural = "Script nodes"
@@ -66,3 +68,12 @@ class ScriptNodes(models.Model):
     @classmethod
     def on(cls) -> bool:
         return conf.SCRIPT_NODES or cls.objects.filter(enabled=True).exists()
+
+    @classmethod
+    def refusal(cls) -> str | None:
+        """Why a script node cannot run on this server now, or None: the switch is off, or the
+        machine cannot build the sandbox scripts run in (they never run outside it)."""
+        if not cls.on():
+            return SCRIPTS_OFF
+        from .sandbox import sandbox_problem   # torch: imported only when scripts are asked about
+        return sandbox_problem()

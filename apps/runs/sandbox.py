@@ -1,22 +1,30 @@
-"""Running a PythonScript node's script: in a child process of the run worker, shut in.
+"""Running a PythonScript node's script: in a child process of the run worker, inside an
+operating-system sandbox (docs/decisions/script-sandbox.md).
 
-``run_script`` starts ``script_child.py`` with ``python -I`` (no user site, no environment
-variables read, no current folder on the path) in a fresh scratch folder that is deleted
-afterwards, with a minimal environment (no secrets, no database, no Django settings), no
-inherited descriptors beyond its three pipes, and a wall-clock limit enforced here on top of
-the CPU-time and memory limits the child sets itself (see its docstring for the rest). What
-crosses is JSON and an npz read with ``allow_pickle=False``. No Django here.
+``run_script`` starts ``script_child.py`` under bubblewrap (Debian's ``bwrap``): new user,
+mount, PID, network, IPC, UTS and cgroup namespaces; a filesystem that holds only the
+Python installation, the virtual environment's packages and the shared libraries, all
+read-only; a private tmpfs of ``scratch_mb`` at ``/tmp`` (the script's folder and home) and
+another at ``/dev/shm``; a ``/proc`` that shows only the sandbox's own processes; no
+network but a loopback that is down. A server run as root starts bubblewrap as ``nobody``.
+When the sandbox goes, so does everything the script wrote. The child then sets its own
+resource limits and an audit hook (a second wall, see its docstring).
+
+Where the machine cannot build the sandbox (no bubblewrap, user namespaces refused),
+scripts do not run: ``sandbox_problem`` says why, in words an administrator can act on.
+What crosses is JSON and an npz read with ``allow_pickle=False``. No Django here.
 """
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
+import shutil
 import signal
 import struct
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,8 +33,12 @@ import numpy as np
 import torch
 
 CHILD = Path(__file__).with_name("script_child.py")
+INSIDE_CHILD = "/sandbox/script_child.py"
+SCRATCH = "/tmp"
 NOBODY = 65534
 ANSWER_LIMIT = 512 * 1024 * 1024    # bytes the child may answer with; the element limit is checked after
+ENV = {"PATH": "/usr/bin:/bin", "HOME": SCRATCH, "TMPDIR": SCRATCH, "LANG": "C.UTF-8",
+       "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 
 @dataclass(frozen=True)
@@ -35,6 +47,7 @@ class ScriptLimits:
     cpu_s: int = 20
     memory_mb: int = 1024
     max_elements: int = 100_000_000
+    scratch_mb: int = 64
 
 
 @dataclass
@@ -43,26 +56,82 @@ class ScriptResult:
     printed: str = ""
     error: str | None = None         # "line 3: ZeroDivisionError: division by zero", or why it was stopped
     line: int | None = None          # the script's line the error points at
-    network: str = ""                # "namespace" (a network namespace of its own) or "interpreter" (sockets refused)
 
+
+# -- the sandbox ---------------------------------------------------------------------------
+
+def _readable_roots() -> list[str]:
+    """What the child may see: the interpreter's installation, the virtual environment (its
+    packages) and the system's shared libraries. Nothing of the project, var/ or /etc."""
+    roots = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable)), "/usr/lib"}
+    if os.path.isdir("/usr/lib64"):
+        roots.add("/usr/lib64")
+    kept = sorted(os.path.realpath(r) for r in roots)
+    return [r for i, r in enumerate(kept) if not any(r.startswith(k.rstrip("/") + "/") for k in kept[:i])]
+
+
+def bwrap_argv(scratch_mb: int) -> list[str]:
+    """bubblewrap's command line for one script, without the command it runs."""
+    size = str(scratch_mb * 1024 * 1024)
+    argv = [shutil.which("bwrap") or "bwrap",
+            "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
+            "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    for root in _readable_roots():
+        argv += ["--ro-bind", root, root]
+    for link in ("lib", "lib64", "bin"):  # a merged /usr's links, where the host has them
+        if os.path.islink(f"/{link}"):
+            argv += ["--symlink", os.readlink(f"/{link}"), f"/{link}"]
+    argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
+             "--ro-bind", str(CHILD), INSIDE_CHILD,
+             "--proc", "/proc", "--dev", "/dev",
+             "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+             "--size", size, "--tmpfs", SCRATCH, "--chdir", SCRATCH]
+    return argv
+
+
+def _start(command: list[str], scratch_mb: int, **popen: Any) -> subprocess.Popen:
+    as_nobody = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if os.geteuid() == 0 else {}
+    return subprocess.Popen(bwrap_argv(scratch_mb) + command, cwd="/", env=ENV, close_fds=True,
+                            start_new_session=True, **as_nobody, **popen)
+
+
+@functools.cache
+def sandbox_problem() -> str | None:
+    """None when this machine can build the sandbox, else why not, for the administrator.
+    Asked once per process: a fixed machine is seen after the server restarts."""
+    if shutil.which("bwrap") is None:
+        reason = "bubblewrap (the bwrap command) is not installed"
+    else:
+        try:
+            probe = _start([sys.executable, "-I", "-S", "-c", "pass"], 1,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            _, errors = probe.communicate(timeout=30)
+        except (OSError, subprocess.SubprocessError) as exc:
+            reason = f"bubblewrap could not be started: {exc}"
+        else:
+            if probe.returncode == 0:
+                return None
+            reason = (errors.decode(errors="replace").strip().splitlines() or ["no reason given"])[-1][:300]
+    return (f"Script nodes cannot run on this server: it cannot build the sandbox that shuts each script in "
+            f"({reason}). An administrator installs Debian's bubblewrap package (apt-get install bubblewrap), "
+            "allows user namespaces (sysctl user.max_user_namespaces above 0), then restarts the server.")
+
+
+# -- one script ----------------------------------------------------------------------------
 
 def run_script(code: str, inputs: dict[str, Any], params: dict[str, Any], limits: ScriptLimits) -> ScriptResult:
-    with tempfile.TemporaryDirectory(prefix="codefyui-script-") as scratch:
-        if os.geteuid() == 0:  # the child leaves root for nobody (script_child.leave_root)
-            os.chown(scratch, NOBODY, NOBODY)
-        env = {"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
-               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        child = subprocess.Popen([sys.executable, "-I", str(CHILD)], cwd=scratch, env=env, close_fds=True,
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 start_new_session=True)
-        try:
-            answer, errors = child.communicate(_request(code, inputs, params, limits), timeout=limits.wall_s)
-        except subprocess.TimeoutExpired:
-            _kill(child)
-            return ScriptResult(error=f"The script ran longer than {limits.wall_s:g} seconds and was stopped.")
-        finally:
-            _kill(child)
-    if child.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+    if problem := sandbox_problem():
+        return ScriptResult(error=problem)
+    child = _start([sys.executable, "-I", INSIDE_CHILD], limits.scratch_mb,
+                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        answer, errors = child.communicate(_request(code, inputs, params, limits), timeout=limits.wall_s)
+    except subprocess.TimeoutExpired:
+        return ScriptResult(error=f"The script ran longer than {limits.wall_s:g} seconds and was stopped.")
+    finally:
+        _kill(child)
+    # bubblewrap ends as its child did: 128 + the signal that ended it
+    if child.returncode in {128 + signal.SIGXCPU, 128 + signal.SIGKILL, -signal.SIGXCPU, -signal.SIGKILL}:
         return ScriptResult(error=f"The script used more than {limits.cpu_s} seconds of CPU time and was stopped.")
     try:
         return _result(answer, limits)
@@ -72,6 +141,7 @@ def run_script(code: str, inputs: dict[str, Any], params: dict[str, Any], limits
 
 
 def _kill(child: subprocess.Popen) -> None:
+    """Ends bubblewrap's process group; the sandbox's processes die with it (--die-with-parent)."""
     if child.poll() is None:
         try:
             os.killpg(child.pid, signal.SIGKILL)
@@ -113,7 +183,7 @@ def _result(answer: bytes, limits: ScriptLimits) -> ScriptResult:
     stream = io.BytesIO(answer[:ANSWER_LIMIT])
     header = json.loads(_read_frame(stream))
     arrays = np.load(io.BytesIO(_read_frame(stream)), allow_pickle=False)
-    result = ScriptResult(printed=str(header.get("printed", "")), network=str(header.get("network", "")))
+    result = ScriptResult(printed=str(header.get("printed", "")))
     if error := header.get("error"):
         result.line = error.get("line") if isinstance(error.get("line"), int) else None
         text = str(error.get("text", "error"))

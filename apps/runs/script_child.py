@@ -1,19 +1,18 @@
-"""The child process a PythonScript node's script runs in (started by sandbox.py, never imported).
+"""The child process a PythonScript node's script runs in (started by sandbox.py inside
+bubblewrap, never imported).
 
-It is started as ``python -I`` on this file with a minimal environment in an empty scratch
-folder, imports torch and numpy, reads one request from stdin, shuts itself in, runs the
-script and writes one answer to the pipe that was its stdout. Shutting in, in this order:
-nobody's user id when started as root, a network namespace of its own (or, where the kernel
-refuses one, sockets refused at the interpreter), resource limits (CPU time, address space, file size, no new processes) and an
-audit hook that refuses files outside the scratch folder and Python's own libraries,
-sockets, new processes, ctypes, and importing the server's code or Django. Values cross as
-JSON plus an ``.npz`` of arrays read with ``allow_pickle=False``: nothing is unpickled.
+The sandbox is the wall: this process sees only the Python installation, read-only, and a
+private /tmp it starts in (sandbox.py). Here it adds a second: it imports torch and numpy,
+reads one request from stdin, sets resource limits (CPU time, address space, file size,
+open files, no new processes), adds an audit hook that refuses files outside /tmp and
+Python's own libraries, sockets, new processes, ctypes and importing the server's code or
+Django, runs the script and writes one answer to the pipe that was its stdout. Values cross
+as JSON plus an ``.npz`` of arrays read with ``allow_pickle=False``: nothing is unpickled.
 
 The protocol (both ways): an 8-byte length and a JSON header, then an 8-byte length and the
 npz bytes. This module imports nothing of the project: it must run outside it.
 """
 import contextlib
-import ctypes
 import io
 import json
 import os
@@ -29,6 +28,7 @@ import torch
 
 SCRIPT = "<script>"
 PRINT_LIMIT = 64_000
+OPEN_FILES = 256
 REFUSED_IMPORTS = {"django", "codefyui", "apps", "channels", "uvicorn", "asgiref", "psycopg", "sqlite3",
                    "_sqlite3", "ctypes", "_ctypes", "subprocess", "_posixsubprocess", "multiprocessing",
                    "socket", "_socket", "ssl", "urllib", "http", "pty"}
@@ -40,9 +40,6 @@ PATH_EVENTS = {"open": (0,), "os.listdir": (0,), "os.scandir": (0,), "os.remove"
                "os.rename": (0, 1), "os.link": (0, 1), "os.symlink": (0, 1), "os.chdir": (0,),
                "glob.glob": (0,), "os.walk": (0,)}
 READ_EVENTS = {"open", "os.listdir", "os.scandir", "glob.glob"}
-CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
-PR_SET_PDEATHSIG, SIGKILL = 1, 9
-NOBODY = 65534
 
 
 def read_frame(stream) -> bytes:
@@ -52,28 +49,6 @@ def read_frame(stream) -> bytes:
 
 def write_frame(stream, data: bytes) -> None:
     stream.write(struct.pack(">Q", len(data)) + data)
-
-
-def leave_root() -> None:
-    """A server run as root starts its scripts as nobody: the kernel then enforces the process
-    limit (it exempts root) and file permissions as well as the audit hook."""
-    if os.getuid() == 0:
-        os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
-
-
-def own_network() -> str:
-    """A network namespace with nothing in it but a loopback that is down."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    for flags in (CLONE_NEWUSER | CLONE_NEWNET, CLONE_NEWNET):  # a user namespace also leaves root behind
-        if libc.unshare(flags) == 0:
-            return "namespace"
-    return "interpreter"
-
-
-def die_with_parent() -> None:
-    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
 
 
 def vm_size() -> int:
@@ -88,10 +63,11 @@ def limit(cpu_s: int, memory_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (address, address))
     resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024 * 1024,) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))  # enforced once root is mapped away (own namespace)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES,) * 2)
+    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))  # the sandbox's user is never root: the kernel enforces it
 
 
-def guard(scratch: str, network: str) -> None:
+def guard(scratch: str) -> None:
     """The audit hook: once added, it cannot be removed for the life of the process."""
     libraries = tuple({os.path.realpath(p) + os.sep for p in
                        [sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], *site.getsitepackages()]
@@ -177,7 +153,6 @@ def script_error(exc: BaseException) -> dict:
 
 
 def main() -> None:
-    die_with_parent()
     answer = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)                                   # a stray write to fd 1 cannot corrupt the answer
     header = json.loads(read_frame(sys.stdin.buffer))
@@ -186,12 +161,10 @@ def main() -> None:
     sys.stdin.close()
     os.close(0)
     torch.set_num_threads(1)
-    leave_root()
-    network = own_network()
     limit(header["cpu_s"], header["memory_mb"])
-    guard(os.getcwd(), network)
+    guard(os.getcwd())
     printed = io.StringIO()
-    reply = {"network": network, "printed": "", "error": None, "outputs": {}}
+    reply = {"printed": "", "error": None, "outputs": {}}
     blobs = {}
     try:
         namespace = {"__name__": "__script__", "__builtins__": __builtins__, "torch": torch, "np": np,

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from apps.graphs.document import run_settings, seed_value
 from apps.graphs.models import PackSwitch
-from apps.graphs.nodes.base import SCRIPTS_OFF, registry
+from apps.graphs.nodes.base import registry
 from apps.graphs.nodes.packs import installed, pack_name
 from codefyui import conf, rows
 from codefyui.fairqueue import FairQueue
@@ -291,9 +291,9 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
     if any(pack_name(node.cls.type) for node in planned.nodes.values()):  # the switches only matter then
         planned = plan(doc, PackSwitch.enabled_packs())
     named = [n.label for n in planned.nodes.values() if n.cls.script]
-    scripts = bool(named) and ScriptNodes.on()  # the switch is read only for a graph that needs it
-    if named and not scripts:
-        raise RunRefused([f"{SCRIPTS_OFF} Until then this graph cannot run: {', '.join(named)} is a script node."])
+    scripts = bool(named)  # the switch and the sandbox are asked about only for a graph that needs them
+    if scripts and (refusal := ScriptNodes.refusal()):
+        raise RunRefused([f"{refusal} Until then this graph cannot run: {', '.join(named)} is a script node."])
     limit = conf.MAX_QUEUED_RUNS_PER_USER
     if _runs.queue.count(user.pk) >= limit:
         raise RunRefused([f"You already have {limit} runs waiting in the queue "

@@ -70,6 +70,20 @@ def test_while_script_nodes_are_off_the_card_the_pane_and_the_run_say_so(student
     assert off not in details(student_client, tab) and "card-notice" not in student_client.get(f"/editor/{tab.pk}/").content.decode()
 
 
+def test_where_the_sandbox_cannot_be_built_the_card_and_the_pane_say_so(student_client, tab, monkeypatch):
+    from apps.runs import sandbox
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    sandbox.sandbox_problem.cache_clear()
+    ScriptNodes.objects.create(enabled=True)
+    try:
+        card = student_client.get(f"/editor/{tab.pk}/").content.decode().split('id="node-script"')[1].split("</article>")[0]
+        pane = details(student_client, tab)
+    finally:
+        sandbox.sandbox_problem.cache_clear()
+    assert "Script nodes cannot run on this server</p>" in card
+    assert "it cannot build the sandbox that shuts each script in" in pane
+
+
 def test_the_last_runs_prints_and_error_name_the_scripts_line(student_client, tab, student):
     run = Run.objects.create(owner=student, status=Run.Status.FAILED, options={"record": True},
                              nodes={"input": {"status": "completed"},

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import threading
 
-import pytest
 import torch
 
 from apps.runs.sandbox import ScriptLimits, run_script
@@ -43,7 +42,6 @@ def test_its_own_scratch_folder_is_writable():
 def test_opening_a_socket_is_refused():
     result = script("import socket\nsocket.create_connection(('127.0.0.1', 80))")
     assert "Scripts cannot open network connections on this server" in result.error
-    assert result.network in ("namespace", "interpreter")
 
 
 def test_forking_is_refused():
@@ -52,11 +50,6 @@ def test_forking_is_refused():
 
 def test_importing_django_is_refused():
     assert script("import django").error == "line 2: ImportError: Scripts cannot import 'django' on this server"
-
-
-def test_the_environment_holds_no_secrets():
-    env = script("import os\nreturn {'out1': dict(os.environ)}").outputs["out1"]
-    assert set(env) <= {"PATH", "HOME", "TMPDIR", "LANG", "OMP_NUM_THREADS", "MKL_NUM_THREADS"}
 
 
 def test_allocating_past_its_memory_is_stopped():

@@ -54,3 +54,40 @@ def test_the_ports_follow_the_port_counts_and_types():
         ("in1", "TENSOR", True), ("in2", "SCALAR", True), ("in3", "SCALAR", True)]
     assert [(p.name, p.type) for p in node.output_ports(params)] == [("out1", "TENSOR"), ("out2", "ANY")]
     assert [p.name for p in node.output_ports({})] == ["out1"]
+
+
+@pytest.fixture
+def no_sandbox(monkeypatch):
+    """A machine where bubblewrap is missing."""
+    from apps.runs import sandbox
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    sandbox.sandbox_problem.cache_clear()
+    yield
+    sandbox.sandbox_problem.cache_clear()
+
+
+def test_where_the_sandbox_cannot_be_built_a_switched_on_script_does_not_run(student, monkeypatch, no_sandbox):
+    monkeypatch.setattr(conf, "SCRIPT_NODES", True)
+    with pytest.raises(service.RunRefused) as refused:
+        start(student)
+    problem, = refused.value.problems
+    assert problem.startswith("Script nodes cannot run on this server: it cannot build the sandbox that shuts "
+                              "each script in (bubblewrap (the bwrap command) is not installed). An administrator "
+                              "installs Debian's bubblewrap package")
+    assert problem.endswith("Until then this graph cannot run: Double it is a script node.")
+    assert not Run.objects.exists()
+
+
+def test_the_admins_switch_says_why_scripts_cannot_run(admin_client, no_sandbox):
+    listed = admin_client.get("/admin/runs/scriptnodes/").content.decode()  # before the switch's row exists
+    assert "bubblewrap (the bwrap command) is not installed" in listed
+    switch = ScriptNodes.objects.create(enabled=True)
+    page = admin_client.get(f"/admin/runs/scriptnodes/{switch.pk}/change/").content.decode()
+    assert "bubblewrap (the bwrap command) is not installed" in page
+    assert ScriptNodes.refusal().startswith("Script nodes cannot run on this server")
+
+
+def test_where_the_sandbox_can_be_built_the_admin_says_it_is_ready(admin_client):
+    ScriptNodes.objects.create(enabled=True)
+    assert "Ready: each script runs in a bubblewrap sandbox." in admin_client.get("/admin/runs/scriptnodes/").content.decode()
+    assert ScriptNodes.refusal() is None

@@ -244,7 +244,7 @@ class _Context:
         if self._scripts is None:
             raise NodeError(SCRIPTS_IN_WORKERS)
         limits = ScriptLimits(wall_s=conf.SCRIPT_TIMEOUT_S, cpu_s=conf.SCRIPT_TIMEOUT_S, memory_mb=conf.SCRIPT_MEMORY_MB,
-                              max_elements=self._options.max_elements)
+                              max_elements=self._options.max_elements, scratch_mb=conf.SCRIPT_SCRATCH_MB)
         return self._scripts(code, inputs, params, limits)
 
 # -- engine threads -----------------------------------------------------------------------
