@@ -112,9 +112,11 @@ DATA_DIR = os.environ.get("CODEFYUI_DATA_DIR", "").strip() or os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "var", "data")
 
 # The students' own files (My files: the models and checkpoints their runs save, files they
-# upload): a folder per student under this one, each holding at most this many MiB.
+# upload): a folder per student under this one, each holding at most this many MiB (counted as the
+# disk allocates it: a 1-byte file takes a whole block) and at most this many files.
 USER_FILES_DIR = Path(os.environ.get("CODEFYUI_USER_FILES_DIR", "").strip() or VAR_DIR / "userfiles")
 USER_FILES_MAX_MB = _int("CODEFYUI_USER_FILES_MAX_MB", 200)
+USER_FILES_MAX_FILES = _int("CODEFYUI_USER_FILES_MAX_FILES", 1000)
 
 # Where an administrator puts tiktoken encoding files for the Tokenizer node (cl100k_base.tiktoken,
 # o200k_base.tiktoken, p50k_base.tiktoken, r50k_base.tiktoken for gpt2); nothing is ever downloaded.

@@ -312,14 +312,17 @@ def _enqueue(run: Run, planned: engine.Plan, options: dict[str, Any], weights_sc
     files = user_files(run.owner_id)
     job = workers.Job(planned, engine.RunOptions(run_id=str(run.id), **options, weights_scope=weights_scope,
                                                  files_dir=str(files.folder), files_max_bytes=files.max_bytes,
+                                                 files_max_files=files.max_files,
                                                  scripts=scripts))
     _runs.submit(_LiveRun(run, job, _cache.scope(run.owner_id)))
     _pruner.note(run.owner_id)
 
 
 def user_files(user_pk: int) -> engine.UserFiles:
-    """A student's own files (My files): their folder under CODEFYUI_USER_FILES_DIR, within the quota."""
-    return engine.UserFiles(conf.USER_FILES_DIR / str(int(user_pk)), conf.USER_FILES_MAX_MB * 2**20)
+    """A student's own files (My files): their folder under CODEFYUI_USER_FILES_DIR, within the quota
+    of space and of files."""
+    return engine.UserFiles(conf.USER_FILES_DIR / str(int(user_pk)), conf.USER_FILES_MAX_MB * 2**20,
+                            conf.USER_FILES_MAX_FILES)
 
 
 def reset_weights(weights_scope: str) -> int:

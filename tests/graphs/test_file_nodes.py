@@ -152,7 +152,16 @@ def test_a_save_past_the_quota_is_refused_and_leaves_no_file(ctx, files):
     files.max_bytes = 4096
     with pytest.raises(NodeError, match="does not fit in your files.*CODEFYUI_USER_FILES_MAX_MB"):
         save(ctx, nn.Linear(64, 64))
-    assert files.list() == [] and os.listdir(files.folder) == [".lock"]
+    assert files.list() == [] and sorted(os.listdir(files.folder)) == [".lock", ".usage"]
+
+
+def test_a_save_past_the_file_count_is_refused_naming_the_setting_but_saving_over_one_is_not(ctx, files):
+    files.max_files = 1
+    save(ctx, nn.Linear(2, 2), path="first.pt")
+    with pytest.raises(NodeError, match="you already have 1 file in My files.*CODEFYUI_USER_FILES_MAX_FILES"):
+        save(ctx, nn.Linear(2, 2), path="second.pt")
+    save(ctx, nn.Linear(3, 3), path="first.pt")
+    assert [f.name for f in files.list()] == ["first.pt"]
 
 
 # -- checkpoints ----------------------------------------------------------------------------------

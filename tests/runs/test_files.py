@@ -1,5 +1,6 @@
 """A student's own files (My files, apps/runs/engine/files.py): names that stay in the folder,
-the quota, and whole writes only."""
+the quota (counted in the file system's blocks), and whole writes only. The kept usage and the
+file count: tests/runs/test_user_files.py."""
 from __future__ import annotations
 
 import os
@@ -14,15 +15,20 @@ from tests.runs.worker_nodes import saver_graph
 
 
 @pytest.fixture
-def files(tmp_path):
-    return UserFiles(tmp_path / "7", max_bytes=1000)
+def block(tmp_path):
+    return os.statvfs(tmp_path).f_frsize
 
 
-def test_a_saved_file_is_read_back_listed_and_counted(files):
+@pytest.fixture
+def files(tmp_path, block):
+    return UserFiles(tmp_path / "7", max_bytes=2 * block)
+
+
+def test_a_saved_file_is_read_back_listed_and_counted(files, block):
     files.save("model.pt", b"x" * 300)
     assert files.path("model.pt").read_bytes() == b"x" * 300
     assert [(f.name, f.size) for f in files.list()] == [("model.pt", 300)]
-    assert files.used() == 300
+    assert files.used() == block  # the disk's whole block, not 300 bytes
 
 
 @pytest.mark.parametrize("name, says", [
@@ -56,24 +62,25 @@ def test_a_link_out_of_the_folder_is_refused_for_reading_and_writing(files, tmp_
     assert files.list() == []  # a link is never listed, downloaded or deleted
 
 
-def test_a_write_past_the_quota_is_refused_and_leaves_no_file(files):
-    files.save("a.pt", b"a" * 600)
-    with pytest.raises(FileRefused, match=r"'b.pt' \(500 bytes\) does not fit in your files: 600 bytes"):
+def test_a_write_past_the_quota_is_refused_and_leaves_no_file(files, block):
+    files.save("a.pt", b"a" * (block + 1))
+    with pytest.raises(FileRefused, match=rf"'b.pt' \({megabytes(block)}\) does not fit in your files: "
+                                          rf"{megabytes(2 * block)}"):
         files.save("b.pt", b"b" * 500)
     assert [f.name for f in files.list()] == ["a.pt"]
-    assert sorted(os.listdir(files.folder)) == [".lock", "a.pt"]
+    assert sorted(os.listdir(files.folder)) == [".lock", ".usage", "a.pt"]
 
 
-def test_streamed_chunks_past_the_quota_stop_and_leave_no_half_file(files):
+def test_streamed_chunks_past_the_quota_stop_and_leave_no_half_file(files, block):
     with pytest.raises(FileRefused, match="at least"):
-        files.save("big.pt", (b"x" * 400 for _ in range(5)))
+        files.save("big.pt", (b"x" * block for _ in range(5)))
     assert files.list() == [] and not list(files.folder.glob(PARTIAL + "*"))
 
 
-def test_replacing_a_file_counts_only_the_new_size(files):
-    files.save("m.pt", b"1" * 800)
-    files.save("m.pt", b"2" * 900)
-    assert files.path("m.pt").read_bytes() == b"2" * 900
+def test_replacing_a_file_counts_only_the_new_size(files, block):
+    files.save("m.pt", b"1" * (block + 800))
+    files.save("m.pt", b"2" * (block + 900))
+    assert files.path("m.pt").read_bytes() == b"2" * (block + 900)
 
 
 def test_a_failed_write_keeps_the_old_file_whole(files):
@@ -93,7 +100,7 @@ def test_a_write_cleans_what_an_ended_write_left(files):
     files.folder.mkdir(parents=True)
     (files.folder / f"{PARTIAL}dead").write_bytes(b"z" * 900)
     files.save("m.pt", b"1" * 500)
-    assert sorted(os.listdir(files.folder)) == [".lock", "m.pt"]
+    assert sorted(os.listdir(files.folder)) == [".lock", ".usage", "m.pt"]
 
 
 def test_a_missing_file_says_where_to_put_it(files):

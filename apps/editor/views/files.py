@@ -1,14 +1,18 @@
 """My files: the student's own files on the server (what ModelSaver and CheckpointSaver write,
 what ModelLoader and CheckpointLoader read): list, download, upload, delete. Only ever the
-asking student's folder, so a stranger's file name is simply not found (404)."""
+asking student's folder, so a stranger's file name is simply not found (404). The list is paged
+(plain ?page=N links), so a student with many files gets a small page quickly."""
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.runs import engine, service
+
+PER_PAGE = 50  # files on one page of the list, newest first
 
 
 def _mine(request: HttpRequest) -> engine.UserFiles:
@@ -24,12 +28,23 @@ def _found(files: engine.UserFiles, name: str) -> engine.StoredFile:
 
 @require_GET
 def file_list(request: HttpRequest) -> HttpResponse:
+    """One page of the files; a stale or mistyped ?page= shows the nearest page there is."""
     files = _mine(request)
-    used = files.used()
-    return render(request, "editor/files.html", {
-        "files": files.list(), "used": engine.megabytes(used), "quota": engine.megabytes(files.max_bytes),
-        "used_bytes": used, "quota_bytes": files.max_bytes, "percent": round(100 * used / max(1, files.max_bytes)),
-    })
+    page = Paginator(files.list(), PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "editor/files.html", {"page": page, **_limits(files)})
+
+
+def _limits(files: engine.UserFiles) -> dict:
+    """What the files take of both limits (space as the disk allocates it, and the count)."""
+    usage = files.usage()
+    return {
+        "used": engine.megabytes(usage.bytes), "quota": engine.megabytes(files.max_bytes),
+        "used_bytes": usage.bytes, "quota_bytes": files.max_bytes,
+        "percent": round(100 * usage.bytes / max(1, files.max_bytes)),
+        "count": usage.files, "max_files": files.max_files,
+        "count_percent": round(100 * usage.files / max(1, files.max_files)),
+        "block_size": engine.megabytes(files.block_size()),
+    }
 
 
 @require_POST

@@ -67,6 +67,7 @@ class RunOptions:
     timeout_s: float = field(default_factory=lambda: conf.RUN_TIMEOUT_S)
     files_dir: str = ""              # the run owner's own files (My files); "" = none (the CLI)
     files_max_bytes: int = 0
+    files_max_files: int = field(default_factory=lambda: conf.USER_FILES_MAX_FILES)
     scripts: bool = False            # script nodes are on on this server (an administrator's choice)
 
     @property
@@ -236,7 +237,7 @@ class _Context:
         if not self._options.files_dir:
             raise NodeError("This run has no file storage: files are saved in and loaded from a student's "
                             "My files, which only runs started on the server have")
-        return UserFiles(self._options.files_dir, self._options.files_max_bytes)
+        return UserFiles(self._options.files_dir, self._options.files_max_bytes, self._options.files_max_files)
 
     def run_script(self, code: str, inputs: dict[str, Any], params: dict[str, Any]) -> Any:
         if not self._options.scripts:
