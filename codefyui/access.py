@@ -3,6 +3,7 @@ so the rule lives in one place: a student sees only their own graphs and runs. A
 is asking: the address login throttling counts per."""
 from __future__ import annotations
 
+import ipaddress
 import re
 import uuid
 
@@ -45,12 +46,33 @@ def get_visible(queryset: QuerySet, user, pk) -> Model:
     return found
 
 
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        ip = ipaddress.ip_address(text.strip())
+    except ValueError:
+        return None
+    return getattr(ip, "ipv4_mapped", None) or ip   # a dual-stack socket's ::ffff:10.0.0.1 is 10.0.0.1
+
+
+def _trusted(text: str) -> bool:
+    """Whether ``text`` is the address of a proxy listed in CODEFYUI_TRUSTED_PROXIES."""
+    ip = _ip(text)
+    return ip is not None and any(ip in network for network in conf.TRUSTED_PROXIES)
+
+
 def client_address(request) -> str:
-    """Where a login attempt comes from (django-axes counts failures per address). Behind
-    the school's proxy (CODEFYUI_HTTPS) that is the last X-Forwarded-For entry, the one the
-    proxy itself added; otherwise the connection's address."""
-    if conf.HTTPS:
-        forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "").rsplit(",", 1)[-1].strip()
-        if forwarded:
-            return forwarded
-    return request.META.get("REMOTE_ADDR", "")
+    """Where a login attempt comes from (django-axes counts failures per address): the
+    connection's address, unless that is a trusted proxy. Each proxy appends the address it
+    saw to X-Forwarded-For, so from the right, past the trusted proxies, the first entry is
+    the one a trusted proxy wrote about its client; entries left of it are the client's own
+    and could say anything."""
+    address = request.META.get("REMOTE_ADDR", "")
+    if not _trusted(address):
+        return address
+    for hop in reversed(request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")):
+        if _ip(hop) is None:   # no proxy wrote that
+            break
+        address = hop.strip()
+        if not _trusted(address):
+            break
+    return address

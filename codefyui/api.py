@@ -11,7 +11,6 @@ from django.contrib.auth import authenticate, load_backend
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.views import defaults
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
@@ -130,16 +129,3 @@ bad_request = _json_under_api(defaults.bad_request, 400, "Bad request")
 permission_denied = _json_under_api(defaults.permission_denied, 403, "Forbidden")
 page_not_found = _json_under_api(defaults.page_not_found, 404, "Not found")
 server_error = _json_under_api(defaults.server_error, 500, "Server error")
-
-
-def locked_out(request: HttpRequest, original_response=None, credentials: dict | None = None) -> HttpResponse:
-    """django-axes' answer to a login (or API token) tried while it is locked out
-    (AXES_LOCKOUT_CALLABLE): the wait, as JSON under /api/, else as a page."""
-    from axes.helpers import get_client_username
-
-    minutes = round(settings.AXES_COOLOFF_TIME.total_seconds() / 60)
-    if request.path.startswith("/api/"):
-        return error_response(429, f"Too many failed logins from here: try again in {minutes} minutes")
-    return render(request, "registration/locked_out.html", {
-        "failure_limit": settings.AXES_FAILURE_LIMIT, "minutes": minutes,
-        "username": get_client_username(request, credentials) or ""}, status=429)

@@ -5,6 +5,7 @@ The rest of the code imports ``conf`` and reads attributes; tests override them 
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -17,6 +18,15 @@ def _int(name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise SystemExit(f"{name} must be a whole number, not {raw!r}") from None
+
+
+def _networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """Comma-separated addresses or CIDR networks (10.0.0.5, 10.1.0.0/16, fd00::/8)."""
+    entries = [entry.strip() for entry in os.environ.get(name, "").split(",") if entry.strip()]
+    try:
+        return tuple(ipaddress.ip_network(entry) for entry in entries)
+    except ValueError as exc:  # e.g. "10.0.0.300 does not appear to be an IPv4 or IPv6 network"
+        raise SystemExit(f"{name} must list addresses or networks such as 10.0.0.5 or 10.1.0.0/16: {exc}") from None
 
 
 # Where the server keeps what it writes: the SQLite file, the secret key, collected static files.
@@ -89,12 +99,17 @@ STATS_SAMPLE_SIZE = _int("CODEFYUI_STATS_SAMPLE_SIZE", 1_000_000)
 STATS_CACHE_MAX_BYTES = _int("CODEFYUI_STATS_CACHE_MAX_BYTES", 8 * 1024 * 1024)
 
 # A school server: HTTPS behind the school's proxy (1 = on), how long a login lasts
-# (0 = until the browser closes), and login throttling (failed logins per account and
-# per address before a lockout of this many minutes).
+# (0 = until the browser closes), and login throttling: failed logins for one username on one
+# computer, and from one computer for all usernames together (a count a class's typos do not
+# reach), before a lockout of this many minutes.
 HTTPS = os.environ.get("CODEFYUI_HTTPS", "").strip() == "1"
 SESSION_DAYS = _int("CODEFYUI_SESSION_DAYS", 0)
 LOGIN_FAILURE_LIMIT = _int("CODEFYUI_LOGIN_FAILURE_LIMIT", 5)
+LOGIN_ADDRESS_FAILURE_LIMIT = _int("CODEFYUI_LOGIN_ADDRESS_FAILURE_LIMIT", 50)
 LOGIN_LOCKOUT_MINUTES = _int("CODEFYUI_LOGIN_LOCKOUT_MINUTES", 15)
+# The proxies whose X-Forwarded-For is believed (codefyui.access.client_address): none by
+# default, since any client can send that header.
+TRUSTED_PROXIES = _networks("CODEFYUI_TRUSTED_PROXIES")
 # A line per request in the server's log (1 = on): off by default, since under a class's burst
 # of runs it is ~8 % of the server process's CPU (codefyui/serve.py).
 ACCESS_LOG = os.environ.get("CODEFYUI_ACCESS_LOG", "").strip() == "1"

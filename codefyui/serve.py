@@ -143,8 +143,8 @@ def config(application: str | Callable = APPLICATION, host: str = "127.0.0.1", p
     protocol for the run sockets (messages up to SOCKET_MESSAGE_BYTES), asyncio's own event
     loop (uvloop measured no faster here), no lifespan messages (codefyui.asgi starts what it
     needs when it is imported). A proxy's X-Forwarded-* headers
-    are left to the settings (CODEFYUI_HTTPS: ``SECURE_PROXY_SSL_HEADER``,
-    ``access.client_address``), as Daphne left them: a request's address is the connection's.
+    are left to the settings (CODEFYUI_HTTPS: ``SECURE_PROXY_SSL_HEADER``;
+    CODEFYUI_TRUSTED_PROXIES: ``access.client_address``), as Daphne left them: a request's address is the connection's.
     A line per request only with CODEFYUI_ACCESS_LOG=1: each line is a logging record and a
     write, ~8 % of the server process's CPU in a class's burst of runs; errors are logged
     either way."""

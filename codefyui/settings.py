@@ -152,23 +152,28 @@ AUTH_PASSWORD_VALIDATORS = [
 # Authorization: Bearer <token> on the JSON API and the run socket (codefyui.api asks it
 # before ``authenticate``).
 API_TOKEN_BACKEND = "apps.accounts.backends.ApiTokenBackend"
-# Login throttling (django-axes, first): after LOGIN_FAILURE_LIMIT failures for one
-# username, or from one address, that login is refused for LOGIN_LOCKOUT_MINUTES (each try
-# meanwhile starts the wait again) before any password is hashed. The admin unlocks by
-# deleting the Access attempt.
+# Login throttling (django-axes, first): wrong passwords count per username and address
+# together, so one student's typos pause only that account on that computer: after
+# LOGIN_FAILURE_LIMIT, its logins there are refused for LOGIN_LOCKOUT_MINUTES before any
+# password is hashed. A try meanwhile neither counts nor starts the wait again. From one
+# address, every username's failures together pause that address at LOGIN_ADDRESS_FAILURE_LIMIT
+# (AXES_HANDLER: axes has one limit). The teacher unlocks by deleting the Access attempts.
 AUTHENTICATION_BACKENDS = [
     # The token's backend first, so that a valid token (a class's every API request) costs
     # one lookup; a wrong one falls through to axes, which counts it and answers a lockout.
+    # A wrong token names no username: it counts for "no username" on its address.
     # Throttling guards guessable secrets; a token is 256 random bits.
     API_TOKEN_BACKEND,
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
+AXES_HANDLER = "apps.accounts.lockout.LockoutHandler"
 AXES_FAILURE_LIMIT = conf.LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=conf.LOGIN_LOCKOUT_MINUTES)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_LOCKOUT_CALLABLE = "codefyui.api.locked_out"  # JSON under /api/ (a wrong API token counts too)
-AXES_CLIENT_IP_CALLABLE = "codefyui.access.client_address"
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "apps.accounts.lockout.locked_out"  # JSON under /api/ (a wrong API token counts too)
+AXES_CLIENT_IP_CALLABLE = "codefyui.access.client_address"  # X-Forwarded-For only from CODEFYUI_TRUSTED_PROXIES
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "editor:index"
@@ -215,7 +220,8 @@ SESSION_EXPIRE_AT_BROWSER_CLOSE = conf.SESSION_DAYS == 0
 SESSION_COOKIE_AGE = max(conf.SESSION_DAYS, 1) * 24 * 3600
 
 # CODEFYUI_HTTPS=1: served over HTTPS behind the school's proxy, which terminates TLS and
-# says so in X-Forwarded-Proto (and passes the browser's Host and X-Forwarded-For).
+# says so in X-Forwarded-Proto (and passes the browser's Host and X-Forwarded-For, read only
+# from a proxy listed in CODEFYUI_TRUSTED_PROXIES: apps/accounts/checks.py warns without one).
 if conf.HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = True

@@ -128,7 +128,8 @@ async def test_wrong_tokens_are_counted_and_the_lockout_answered_in_json_on_that
     for _ in range(4):
         assert (await get(app, "/api/graphs", wrong))[0] == 401
     status, body = await get(app, "/api/graphs", wrong)
-    assert status == 429 and json.loads(body) == {"detail": "Too many failed logins from here: try again in 15 minutes"}
+    assert status == 429 and json.loads(body) == {"detail": "Too many wrong API tokens from this computer: "
+                                                            "try again in 15 minutes, or ask your teacher to unlock it"}
     token = await sync_to_async(ApiToken.issue)(student)  # a valid token is checked before axes (settings.py)
     assert (await get(app, "/api/graphs", [(b"authorization", f"Bearer {token}".encode())]))[0] == 200
 

@@ -109,7 +109,7 @@ def test_a_long_answers_next_piece_waits_until_the_client_has_read():
 
 def test_a_forms_body_reaches_the_application_as_it_came():
     """The server parses no form: Django reads the body, as its upload limits say. A proxy's
-    headers are the settings' to trust (CODEFYUI_HTTPS), not the server's."""
+    headers are the settings' to trust (CODEFYUI_HTTPS, CODEFYUI_TRUSTED_PROXIES), not the server's."""
     app = App()
     with serving(app) as port, socket.create_connection(("127.0.0.1", port)) as client:
         client.sendall(b"POST /files/upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"

@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class AccountsConfig(AppConfig):
     name = "apps.accounts"
     label = "accounts"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers them)
