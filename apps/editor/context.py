@@ -197,8 +197,10 @@ def side_tabs(current: str, node_panel_shown: bool, cls=None) -> list[dict[str, 
 
 def inspected_run(request, tab: Tab | None) -> Run | None:
     """The run the page inspects: named in the page's state (a reload starts without one), as
-    its recorder knows it now (the row is written at most every 0.25 s)."""
-    return named_run(request, request.GET.get("run", "")) if tab is not None else None
+    its recorder knows it now (the row is written at most every 0.25 s); never a run of another
+    graph (``Tab.shows``), which would paint its statuses and log onto this one."""
+    run = named_run(request, request.GET.get("run", "")) if tab is not None else None
+    return run if run is not None and tab.shows(run) else None
 
 
 def named_run(request, named: str) -> Run | None:

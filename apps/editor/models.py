@@ -62,6 +62,21 @@ class Tab(models.Model):
         """Whose kept layers Persist weights between runs reuses: this tab's."""
         return f"tab-{self.pk}"
 
+    @property
+    def origin(self) -> str:
+        """What a run started here records as where it came from (``Run.origin``)."""
+        return f"tab:{self.pk}"
+
+    def shows(self, run) -> bool:
+        """Whether the Inspector may paint this run on this tab's graph: a run started here, or
+        one of its saved graph's. A run that names neither a tab nor a graph (a bare document
+        through the API or the CLI) may be shown anywhere; any other ran another graph."""
+        if run.pk == self.last_run_id or run.origin == self.origin:
+            return True
+        if run.graph_id is not None:
+            return run.graph_id == self.graph_id
+        return not run.origin
+
     def can(self, kind: str) -> bool:
         """Whether there is a step to undo (HistoryStep.UNDO) or redo (HistoryStep.REDO)."""
         return self.history.filter(kind=kind).exists()

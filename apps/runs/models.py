@@ -23,6 +23,9 @@ class Run(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")
     graph = models.ForeignKey("graphs.Graph", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     graph_name = models.CharField(max_length=200, blank=True)
+    # Where it was started: "tab:<id>" for an editor tab, so Inspect shows it only on that tab
+    # (or on a tab of its saved graph); empty for the JSON API and the CLI.
+    origin = models.CharField(max_length=40, blank=True)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
     options = models.JSONField(default=dict)        # record, verbose, gradients, seed, deterministic, device
     device = models.CharField(max_length=32, blank=True)   # the device actually used

@@ -283,9 +283,10 @@ def add_listener(listener: Callable[[ev.Event], None]) -> None:
 
 
 def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] | None = None,
-              weights_scope: str = "") -> Run:
+              weights_scope: str = "", origin: str = "") -> Run:
     """Validate, record a queued Run and put it in the fair queue. Raises RunRefused.
-    ``weights_scope`` names whose kept layers Persist weights between runs reuses."""
+    ``weights_scope`` names whose kept layers Persist weights between runs reuses; ``origin``
+    where it was started (``Run.origin``)."""
     options = run_options(doc, overrides)
     planned = plan(doc)
     if any(pack_name(node.cls.type) for node in planned.nodes.values()):  # the switches only matter then
@@ -299,7 +300,7 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
         raise RunRefused([f"You already have {limit} runs waiting in the queue "
                           f"(CODEFYUI_MAX_QUEUED_RUNS_PER_USER is {limit}). Wait until one of them starts, "
                           "or stop one, then run again."])
-    run = rows.insert(Run(owner=user, graph=graph, options=options,
+    run = rows.insert(Run(owner=user, graph=graph, options=options, origin=origin,
                           graph_name=(graph.name if graph else doc.get("name", ""))[:200]))
     transaction.on_commit(lambda: _enqueue(run, planned, options, weights_scope or (
         f"graph-{graph.pk}" if graph else ""), scripts))

@@ -13,11 +13,15 @@ from apps.runs import service
 from apps.runs.models import Run
 from codefyui.access import get_visible, visible_to
 
+from .. import workspace
 from ..context import runs_panel
 from ..models import Tab
 from ..prefs import Prefs
 from ..state import PageState
 from .page import back, get_tab, posted_tab
+
+RUN_WITHOUT_TAB = ("That run was started in a tab that is closed now, and its graph was never saved, so it "
+                   "cannot be shown on another graph. Its log and status stay in the Runs panel.")
 
 
 @require_POST
@@ -27,7 +31,7 @@ def run(request: HttpRequest, tab_id: int) -> HttpResponse:
     overrides = {"device": Prefs.from_request(request).device if device == "follow" else device}
     try:
         started = service.start_run(request.user, tab.document, graph=tab.graph, overrides=overrides,
-                                    weights_scope=tab.weights_scope)
+                                    weights_scope=tab.weights_scope, origin=tab.origin)
     except service.RunRefused as exc:
         for problem in exc.problems:
             messages.error(request, problem)
@@ -66,12 +70,29 @@ def run_delete(request: HttpRequest, run_id: UUID) -> HttpResponse:
 
 @require_POST
 def run_open(request: HttpRequest, run_id: UUID) -> HttpResponse:
-    """Inspect a finished run in its graph's tab (opening one if none shows that graph)."""
+    """Inspect a run on the tab it belongs to (``Tab.shows``): the tab it was started from, else
+    a tab of its saved graph, else a new tab of that graph. A run of a closed tab whose graph
+    was never saved is shown on no other graph: the student is told so."""
     target = get_visible(Run.objects, request.user, run_id)
-    tab = visible_to(Tab.objects, request.user).filter(graph=target.graph).first() if target.graph else None
-    tab = tab or posted_tab(request)
+    posted = posted_tab(request)
+    tab = posted if posted is not None and posted.shows(target) else _tab_of(request.user, target)
+    if tab is None and target.graph_id:
+        try:
+            tab = workspace.new_tab(request.user, target.graph.document, title=target.graph.name, graph=target.graph)
+        except workspace.TabQuotaFull as exc:
+            messages.error(request, str(exc))
+    elif tab is None:
+        messages.error(request, RUN_WITHOUT_TAB)
     if tab is None:
-        messages.error(request, "Open a tab first.")
-        return redirect("editor:index")
+        return back(request, posted) if posted else redirect("editor:index")
     # The tab keeps its own latest run (last_run), so the Inspector can offer the way back to it.
     return redirect(PageState(run=str(target.id)).url(reverse("editor:tab", args=[tab.pk])))
+
+
+def _tab_of(user, run: Run) -> Tab | None:
+    """An open tab of the student's that shows this run: the one it was started from, else one of its graph."""
+    mine = visible_to(Tab.objects, user)
+    started_in = mine.filter(pk=run.origin.removeprefix("tab:")).first() if run.origin.removeprefix("tab:").isdigit() else None
+    if started_in is not None and started_in.shows(run):
+        return started_in
+    return mine.filter(graph_id=run.graph_id).first() if run.graph_id else None
