@@ -20,13 +20,19 @@ from ..prefs import Prefs
 from ..state import PageState
 from .page import back, get_tab, posted_tab
 
+STILL_RUNNING = "This tab's run is still going: stop it with Stop, or wait until it ends, then run again."
 RUN_WITHOUT_TAB = ("That run was started in a tab that is closed now, and its graph was never saved, so it "
                    "cannot be shown on another graph. Its log and status stay in the Runs panel.")
 
 
 @require_POST
 def run(request: HttpRequest, tab_id: int) -> HttpResponse:
+    """Start the tab's graph; refused while the tab's own run is still going (a second click
+    before the page showed Stop), so quick clicks never start several runs."""
     tab = get_tab(request, tab_id)
+    if tab.last_run is not None and not service.current(tab.last_run).is_finished:
+        messages.info(request, STILL_RUNNING)
+        return back(request, tab, run=str(tab.last_run_id))
     device = request.POST.get("device", "follow")
     overrides = {"device": Prefs.from_request(request).device if device == "follow" else device}
     try:
