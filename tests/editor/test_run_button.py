@@ -40,3 +40,13 @@ def test_once_the_run_has_ended_run_is_back(student_client, running):
     Run.objects.filter(pk=running.last_run_id).update(status=Run.Status.SUCCEEDED)
     buttons = toolbar_buttons(student_client.get(f"/editor/{running.pk}/?run={running.last_run_id}").content.decode())
     assert "Run" in buttons and "Stop" not in buttons
+
+
+@pytest.mark.parametrize("chosen, after", [("training", "training"), ("backward", "backward"), ("node", ""), ("", "")])
+def test_run_keeps_the_inspector_tab_the_student_chose(student_client, student, walkthrough, chosen, after):
+    """A new run opens on the Inspector; a tab of it the student chose (Training's live curve) stays."""
+    tab = Tab.objects.create(owner=student, title="Walkthrough", document=document.normalise(walkthrough))
+    answer = student_client.post(f"/editor/{tab.pk}/run", {"device": "follow", "_state": f"node=softmax&view={chosen}"})
+    query = answer.url.split("?", 1)[1]
+    assert ("view=" + after in query) if after else ("view=" not in query)
+    assert "node=softmax" in query and "run=" in query

@@ -17,7 +17,7 @@ from .. import workspace
 from ..context import runs_panel
 from ..models import Tab
 from ..prefs import Prefs
-from ..state import PageState
+from ..state import NODE_VIEW, PageState
 from .page import back, get_tab, posted_tab
 
 STILL_RUNNING = "This tab's run is still going: stop it with Stop, or wait until it ends, then run again."
@@ -44,7 +44,10 @@ def run(request: HttpRequest, tab_id: int) -> HttpResponse:
         return back(request, tab)
     tab.last_run = started
     tab.save(update_fields=["last_run"])
-    return back(request, tab, run=str(started.id), view="")  # a new run opens on the Inspector
+    # A new run opens on the Inspector, but a tab of it the student chose (Training's live
+    # curve, Backward) stays chosen.
+    keep = {} if PageState.posted(request).view == NODE_VIEW else {"view": PageState.posted(request).view}
+    return back(request, tab, run=str(started.id), **{"view": "", **keep})
 
 
 @require_GET
