@@ -25,6 +25,19 @@ def test_home_lists_only_my_graphs_and_runs(student_client, student, stranger, w
     assert "mine" in page and "theirs" not in page and "their run" not in page
 
 
+def test_the_start_page_lists_my_open_tabs_and_is_the_editors_welcome_screen(student_client, student, stranger):
+    """One start page: ``/`` and the editor with no tab open show the same screen; a student with
+    a tab full of work finds it there, never "No graphs yet"."""
+    from apps.editor.models import Tab
+    assert "Build your first deep learning model" in student_client.get("/").content.decode()
+    mine = Tab.objects.create(owner=student, title="Digit lesson")
+    Tab.objects.create(owner=stranger, title="Their tab")
+    page = student_client.get("/").content.decode()
+    tabs = page.split('aria-label="Your open tabs"', 1)[1].split("</nav>", 1)[0]
+    assert f'<a href="/editor/{mine.pk}/">Digit lesson</a>' in tabs and "Their tab" not in page
+    assert "Carry on, or start something new" in page and "No graphs yet" not in page
+
+
 def test_importing_a_malformed_file_says_why_and_saves_nothing(student_client):
     upload = SimpleUploadedFile("broken.json", b'{"nodes": [{"id": "a", "type": "Warp"}], "edges": []}')
     page = student_client.post("/graphs/import", {"file": upload}, follow=True).content.decode()

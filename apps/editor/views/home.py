@@ -1,25 +1,22 @@
-"""The plain home page: the user's graphs and runs, and a graph-file import form."""
+"""The start page (``/``): the same welcome screen as the editor with no tab open, listing the
+student's open tabs, saved graphs, runs and the lessons; and a graph file saved straight to
+their graphs."""
 from __future__ import annotations
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.graphs.models import Graph, GraphQuotaFull
-from apps.runs.models import Run
-from codefyui.access import visible_to
 
 from .. import workspace
+from .page import welcome
 
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "graphs/home.html", {
-        "graphs": visible_to(Graph.objects, request.user),
-        "runs": visible_to(Run.objects, request.user)[:50],
-        "lesson_groups": workspace.lesson_groups(),   # the blank graph and the lessons are one click away
-    })
+    return welcome(request)
 
 
 @require_POST

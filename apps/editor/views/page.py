@@ -106,10 +106,15 @@ def _render(request: HttpRequest, context: dict) -> HttpResponse:
 
 @require_GET
 def editor(request: HttpRequest) -> HttpResponse:
-    """The welcome screen while no tab is open."""
+    """The first open tab, else the welcome screen."""
     tab = visible_to(Tab.objects, request.user).first()
     if tab is not None:
         return redirect("editor:tab", tab.pk)
+    return welcome(request)
+
+
+def welcome(request: HttpRequest) -> HttpResponse:
+    """The one start page (the editor with no tab, and ``/``): open tabs, saved graphs, lessons."""
     return _render(request, editor_context(request, None))
 
 
