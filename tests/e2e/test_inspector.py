@@ -392,7 +392,7 @@ def test_node_details_opens_three_ways_and_steps_with_the_arrow_keys(page: Page)
     editor.expect_details_of("Print")
     expect(details.get_by_role("link", name="Next node →")).to_have_count(0)
     editor.step("ArrowLeft", "Softmax")
-    expect(details.get_by_label("dim", exact=True)).to_have_value("-1")
+    expect(details.get_by_label("Dim", exact=True)).to_have_value("-1")
     editor.close_details()
 
     # Enter with the node selected.

@@ -41,7 +41,7 @@ def test_a_dataset_node_says_what_it_offers(screen_page):
     editor.new_blank_graph()
     editor.add("Dataset")
     panel = editor.node_tab("Dataset")
-    name = panel.get_by_label("name", exact=True)
+    name = panel.get_by_label("Name", exact=True)
     editor.reachable(name)
     expect(name).to_have_value("Digits")
     editor.shot("dataset-node")

@@ -109,7 +109,7 @@ def test_the_walkthrough_fits_the_screen(screen_page):
     # Step 1: TensorInput; choosing value_mode explicit shows its 16-cell grid at once; Random fills it.
     editor.add("TensorInput")
     panel = editor.node_tab("TensorInput")
-    mode = panel.get_by_label("value_mode", exact=True)
+    mode = panel.get_by_label("Value mode", exact=True)
     editor.reachable(mode)
     mode.select_option("explicit")
     grid = panel.get_by_role("region", name="values")
@@ -117,7 +117,7 @@ def test_the_walkthrough_fits_the_screen(screen_page):
     expect(cells).to_have_count(16)
     editor.reachable(*cells.all())
     editor.use(grid.get_by_role("button", name="Random"))
-    expect(editor.panel("TensorInput").get_by_label("value_mode", exact=True)).to_have_value("explicit")
+    expect(editor.panel("TensorInput").get_by_label("Value mode", exact=True)).to_have_value("explicit")
     editor.shot("1-tensorinput")
 
     # Step 2: Reshape -> Softmax -> Print, each placed clear of the others; Reshape's shape 1,16.
@@ -131,7 +131,7 @@ def test_the_walkthrough_fits_the_screen(screen_page):
     for source, target in zip(CHAIN, CHAIN[1:]):
         editor.wire(source, target, "value" if target == "Print" else "tensor")
     panel = editor.node_tab("Reshape")
-    shape = panel.get_by_label("shape", exact=True)
+    shape = panel.get_by_label("Shape", exact=True)
     editor.reachable(shape)
     shape.fill("1,16")
     editor.use(panel.get_by_role("button", name="Apply parameters"))
@@ -205,7 +205,7 @@ def test_a_failed_run_never_moves_the_toolbar(screen_page):
     editor = Screen(page, js=js)
     editor.open_example()
     editor.node_tab("Reshape")
-    shape = editor.panel("Reshape").get_by_label("shape", exact=True)
+    shape = editor.panel("Reshape").get_by_label("Shape", exact=True)
     shape.fill("-1,784")
     editor.use(editor.panel("Reshape").get_by_role("button", name="Apply parameters"))
     toolbar = page.get_by_role("toolbar", name="Graph")

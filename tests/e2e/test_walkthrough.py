@@ -320,7 +320,7 @@ def test_default_reshape_shape_stops_the_run_at_reshape(page: Page):
     Reshape with a clear message, on its card and in the Execution Log, and stops there."""
     editor = Editor(page, js=True)
     build_chain_by_dragging(editor)
-    expect(editor.select("Reshape").get_by_label("shape", exact=True)).to_have_value("-1,784")
+    expect(editor.select("Reshape").get_by_label("Shape", exact=True)).to_have_value("-1,784")
     editor.add_node("Start")
     start = editor.select("Start")
     start.get_by_label("Connect trigger to").select_option(label="TensorInput")

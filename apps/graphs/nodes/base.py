@@ -61,6 +61,12 @@ class Param:
     options: tuple[str, ...] = ()
 
     @property
+    def label(self) -> str:
+        """How a form names it for a student ("value_mode" reads "Value mode"); the key stays
+        the file format's and the Docs tab's."""
+        return self.name.replace("_", " ").capitalize()
+
+    @property
     def in_form(self) -> bool:
         """Whether the node's params form edits it (grids, layers and code have editors of their own)."""
         return self.kind not in ("grid", "json", "layers", "code")
@@ -214,6 +220,12 @@ class Node(ABC):
     @abstractmethod
     def run(self, ctx: RunContext, params: dict[str, Any], **inputs: Any) -> dict[str, Any]:
         """Compute this node's outputs, keyed by output port name, from its inputs."""
+
+    @classmethod
+    def shown_name(cls) -> str:
+        """Its type as the sidebar and cards show it: without a pack's namespace ("edu:KNN" reads
+        "KNN"; the pack is the sidebar category it sits in)."""
+        return cls.type.split(":", 1)[-1]
 
     # The hooks below have sensible defaults; a node overrides them only when its ports
     # depend on its params (Split) or its params need checks across fields.
