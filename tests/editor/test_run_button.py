@@ -50,3 +50,4 @@ def test_run_keeps_the_inspector_tab_the_student_chose(student_client, student, 
     query = answer.url.split("?", 1)[1]
     assert ("view=" + after in query) if after else ("view=" not in query)
     assert "node=softmax" in query and "run=" in query
+
