@@ -248,8 +248,8 @@ def _fmt_float(v: float) -> str:
 def _grid_html(cells: torch.Tensor, heat: list[list[float]] | None, changed: bool = True) -> SafeString:
     """The window as a table, in one pass; shaded cells carry ``data-heat`` (in hundredths,
     which the generated editor/palette.css colours), and changed cells a title. A single row
-    (a 1-D tensor, a [1, N] row) wraps onto several lines, so a short row is seen whole; its
-    roles are explicit because the wrapping restyles the table."""
+    (a 1-D tensor, a [1, N] row) stays one row, never wrapped like a matrix: smaller cells,
+    the column's scroller, and its last cell marked as the row's end."""
     texts = _cell_texts(cells)
     if heat is None:
         rows = ["<td>" + "</td><td>".join(row) + "</td>" for row in texts]
@@ -259,6 +259,5 @@ def _grid_html(cells: torch.Tensor, heat: list[list[float]] | None, changed: boo
                         if alpha > 0 else f"<td>{text}</td>" for text, alpha in zip(row, alphas))
                 for row, alphas in zip(texts, heat)]
     if len(rows) == 1 and cells.shape[1] > 1:
-        cells_html = rows[0].replace("<td", '<td role="cell"')
-        return mark_safe(f'<table class="grid wrap" role="table"><tbody><tr role="row">{cells_html}</tr></tbody></table>')
+        return mark_safe(f'<table class="grid one-row"><tbody><tr>{rows[0]}</tr></tbody></table>')
     return mark_safe('<table class="grid"><tbody><tr>' + "</tr><tr>".join(rows) + "</tr></tbody></table>")

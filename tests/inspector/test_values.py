@@ -82,10 +82,11 @@ def test_heat_of_an_unchanged_output_shades_nothing():
     assert v.heat and v.heat_max == 0.0 and 'class="changed"' not in v.grid
 
 
-def test_a_single_row_wraps_so_sixteen_values_are_seen_whole():
-    """A [1, 16] row (the Reshape lesson) is one wrapping row of 16 cells with table roles."""
+def test_a_single_row_stays_one_row_of_sixteen_cells():
+    """A [1, 16] row (the Reshape lesson) is drawn as one row, never wrapped like a matrix."""
     v = view(torch.arange(16.0).reshape(1, 16))
-    assert 'class="grid wrap"' in v.grid and v.grid.count('<td role="cell"') == 16 and not v.window["clipped"]
+    assert 'class="grid one-row"' in v.grid and v.grid.count("<tr>") == 1 and v.grid.count("<td") == 16
+    assert not v.window["clipped"]
 
 
 def test_non_finite_cells_and_stats_stay_readable():
