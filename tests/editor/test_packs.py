@@ -251,3 +251,37 @@ def test_an_example_in_a_folder_of_its_own_opens_too(student_client, student, ex
     assert 'value="C1/Twice/graph"' in student_client.get("/editor/packs/").content.decode()
     student_client.post("/editor/packs/example", {"pack": "demo", "example": "C1/Twice/graph"})
     assert Tab.objects.get(owner=student).title == "Twice, foldered"
+
+
+# -- the datasets on this server (Package Center) -------------------------------------------------
+
+@pytest.fixture
+def empty_data_dir(tmp_path, monkeypatch):
+    from codefyui import conf
+    monkeypatch.setattr(conf, "DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(conf, "TOKENIZER_DIR", str(tmp_path / "tokenizers"))
+    return tmp_path / "data"
+
+
+def test_the_package_center_lists_the_datasets_installed_and_missing(student_client, empty_data_dir):
+    body = student_client.get("/editor/packs/").content.decode()
+    assert "Datasets on this server" in body
+    for text in ("<code>Digits</code>", "✓ Comes with CodefyUI", "Comes with CodefyUI: 1,438 examples to train on",
+                 "<code>MNIST</code>", "◐ Sample only", "the 5,000-image sample of MNIST that comes with CodefyUI",
+                 "<code>CIFAR10</code>", "✗ Not installed", "<code>cl100k_base</code>", "<code>gpt2</code>",
+                 "Your administrator can add the datasets that are not installed."):
+        assert text in body
+    assert "importdataset" not in body and str(empty_data_dir) not in body   # an administrator's details
+
+
+def test_staff_see_where_the_missing_files_go_and_the_command(admin_client, empty_data_dir):
+    body = admin_client.get("/editor/packs/").content.decode()
+    assert ".venv/bin/python manage.py importdataset FILE..." in body
+    assert f"data_batch_1.bin, data_batch_2.bin, data_batch_3.bin, data_batch_4.bin, data_batch_5.bin, " \
+           f"test_batch.bin <span class=\"hint\">in {empty_data_dir / 'cifar-10-batches-bin'}</span>" in body
+    assert "r50k_base.tiktoken" in body and "p50k_base.tiktoken" in body
+    assert "cl100k_base.tiktoken" not in body   # it ships: nothing is missing
+
+
+def test_the_plugin_center_lists_no_datasets(student_client):
+    assert "Datasets on this server" not in student_client.get("/editor/plugins/").content.decode()

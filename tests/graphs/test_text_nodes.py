@@ -301,14 +301,117 @@ def no_network(monkeypatch):
                                           ("p50k_base", "p50k_base.tiktoken"), ("gpt2", "r50k_base.tiktoken")])
 def test_an_absent_encoding_file_names_the_family_the_file_and_the_folder(ctx, tmp_path, monkeypatch, no_network,
                                                                           family, file):
+    from apps.graphs.nodes.library import text
     from codefyui import conf
     monkeypatch.setattr(conf, "TOKENIZER_DIR", str(tmp_path / "tok"))
+    monkeypatch.setattr(text, "BUNDLED_PACKAGE", "no_such_package_here")  # cl100k_base's and o200k_base's too
     with pytest.raises(NodeError) as caught:
         run(ctx, "Tokenizer", {"family": family})
     message = str(caught.value)
     assert f"the {family} encoding is not installed" in message
     assert f"put the file {file} in {tmp_path / 'tok'}" in message
     assert "use the family character, word or bpe" in message
+
+
+# -- the GPT encodings that ship with the product ------------------------------------------------
+
+@pytest.fixture
+def shipped(tmp_path, monkeypatch, no_network):
+    """An empty TOKENIZER_DIR (so the shipped files are used), no network, no encoding loaded yet."""
+    from apps.graphs.nodes.library import text
+    from codefyui import conf
+    monkeypatch.setattr(conf, "TOKENIZER_DIR", str(tmp_path / "empty"))
+    text._ENCODINGS.clear()
+    yield text
+    text._ENCODINGS.clear()
+
+
+# Ids tiktoken gives for these texts: "hello world" is tiktoken's own test (its tests/test_encoding.py,
+# cl100k_base [15339, 1917]); the others are the cases tiktoken-compatible tokenizers' test suites
+# pin against tiktoken for the same texts (o200k_base's "hello world" is [24912, 2375] in each).
+KNOWN_IDS = [("cl100k_base", "hello world", [15339, 1917]),
+             ("cl100k_base", "!hello1234567", [0, 15339, 4513, 10961, 22]),
+             ("cl100k_base", "<|endoftext|>", [27, 91, 8862, 728, 428, 91, 29]),
+             ("o200k_base", "hello world", [24912, 2375]),
+             ("o200k_base", "a\n\n", [64, 279]),
+             ("o200k_base", " 日本語とEnglish 12345!\n", [17428, 40909, 5330, 28881, 220, 7633, 2548, 4175])]
+
+
+@pytest.mark.parametrize("family, text, ids", KNOWN_IDS)
+def test_the_shipped_encodings_give_tiktokens_ids_offline(ctx, shipped, family, text, ids):
+    out = run(ctx, "Tokenizer", {"family": family}, text=text)
+    assert out["token_ids"] == ids
+    if text.isascii():
+        assert "".join(out["tokens"]) == text
+    assert shipped.encoding_file(family) == shipped.bundled_file(family)
+    assert shipped.encoding_file(family).name == f"{family}.tiktoken.gz"
+
+
+@pytest.mark.parametrize("family, end", [("cl100k_base", 100257), ("o200k_base", 199999)])
+def test_the_shipped_encodings_read_special_tokens_and_round_trip(ctx, shipped, family, end):
+    text = "Señor 貓 🐈 said\n\tit's 3.14159!<|endoftext|>"
+    special = run(ctx, "Tokenizer", {"family": family, "show_special_tokens": True}, text=text)
+    assert special["token_ids"][-1] == end and special["tokens"][-1] == "<|endoftext|>"
+    encoding = shipped.tiktoken_encoding(family)
+    assert encoding.decode(special["token_ids"]) == text
+    assert encoding.n_vocab == {"cl100k_base": 100277, "o200k_base": 200019}[family]
+
+
+def test_encoding_with_the_shipped_files_never_touches_a_socket(ctx, tmp_path, monkeypatch):
+    import socket
+
+    from apps.graphs.nodes.library import text
+    from codefyui import conf
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Tokenizer tried to reach the network")
+    for name in ("connect", "connect_ex", "sendto"):
+        monkeypatch.setattr(socket.socket, name, refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "no-cache"))
+    monkeypatch.setattr(conf, "TOKENIZER_DIR", str(tmp_path / "empty"))
+    monkeypatch.setattr(text, "_ENCODINGS", {})   # each encoding is built inside the test
+    for family, _, ids in KNOWN_IDS[::3]:
+        assert run(ctx, "Tokenizer", {"family": family}, text="hello world")["token_ids"] == ids
+    assert not (tmp_path / "no-cache").exists()
+
+
+@pytest.mark.parametrize("family", ["cl100k_base", "o200k_base"])
+def test_the_shipped_files_are_the_ones_tiktoken_checks_its_downloads_against(monkeypatch, no_network, family):
+    """tiktoken's own constructor names the hash it expects of the file; the shipped file has it."""
+    import gzip
+    import hashlib
+
+    from tiktoken_ext import openai_public
+
+    from apps.graphs.nodes.library import text
+    asked = {}
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda url, expected_hash=None: asked.update(
+        url=url, hash=expected_hash) or {})
+    openai_public.ENCODING_CONSTRUCTORS[family]()
+    assert asked["url"].endswith(f"/{family}.tiktoken")
+    content = gzip.decompress(text.bundled_file(family).read_bytes())
+    assert hashlib.sha256(content).hexdigest() == asked["hash"] == text.BUNDLED_SHA256[family]
+
+
+def test_the_administrators_file_wins_over_the_shipped_one(ctx, tmp_path, monkeypatch, shipped):
+    from codefyui import conf
+    monkeypatch.setattr(conf, "TOKENIZER_DIR", str(tmp_path))
+    write_encoding(tmp_path, "o200k_base.tiktoken")
+    assert shipped.encoding_file("o200k_base") == tmp_path / "o200k_base.tiktoken"
+    assert run(ctx, "Tokenizer", {"family": "o200k_base"}, text="the cat")["tokens"] == ["the", " c", "at"]
+
+
+def test_p50k_and_gpt2_do_not_ship(shipped):
+    assert shipped.bundled_file("p50k_base") is None and shipped.bundled_file("gpt2") is None
+
+
+def test_a_damaged_shipped_file_is_refused_in_words(ctx, shipped, monkeypatch):
+    monkeypatch.setitem(shipped.BUNDLED_SHA256, "cl100k_base", "0" * 64)
+    with pytest.raises(NodeError, match="the cl100k_base encoding that comes with CodefyUI is damaged on this "
+                                        "server. Use the family character, word or bpe meanwhile"):
+        run(ctx, "Tokenizer", {"family": "cl100k_base"})
 
 
 MERGES = [b"th", b"the", b" c", b"at"]

@@ -1,5 +1,6 @@
-"""The Package Center and Plugin Center: pages listing the installed packs; staff switch a
-pack on or off for the server, and anyone opens an example of an enabled pack as a new tab."""
+"""The Package Center and Plugin Center: pages listing the installed packs (and, in the Package
+Center, the datasets and tokenizer encodings on this server); staff switch a pack on or off for
+the server, and anyone opens an example of an enabled pack as a new tab."""
 from __future__ import annotations
 
 from django.contrib import messages
@@ -21,7 +22,9 @@ from .tabs import open_tab
 
 def _page(request: HttpRequest, plugins_only: bool) -> HttpResponse:
     tab = find_visible(Tab.objects, request.user, request.GET.get("tab", ""))  # where Back leads
-    return render(request, "editor/centers.html", {"tab": tab, **centers.center(request.user, plugins_only)})
+    data = None if plugins_only else centers.datasets(request.user)
+    return render(request, "editor/centers.html", {"tab": tab, "data": data,
+                                                   **centers.center(request.user, plugins_only)})
 
 
 @require_GET

