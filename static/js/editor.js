@@ -5,6 +5,7 @@
    on an edge; data-activate-url on a segment's bubble), with the page state already in it. */
 (function () {
   "use strict";
+  document.documentElement.classList.add("js");   // switches that apply when flipped hide their Apply button
   var zoom = 1;
   var armed = null;          // {node, port, type} of an output waiting for its input
   var quickPoint = null;     // where a double-click asked to add a node
@@ -141,6 +142,7 @@
     var card = event.target.closest(".card");
     if (!card || !event.shiftKey) return;
     event.preventDefault();
+    event.stopPropagation();  // a Shift-click on the node's name selects it too: the link (and htmx) never sees it
     card.classList.toggle("multi");
     var label = card.getAttribute("aria-label").replace(/, selected$/, "");
     card.setAttribute("aria-label", card.classList.contains("multi") ? label + ", selected" : label);

@@ -117,6 +117,17 @@ def test_step_6_create_segment_with_shift_select(page: Page):
     expect(inspector.get_by_role("navigation", name="Inspector tabs")).to_have_count(0)
 
 
+def test_shift_click_on_a_nodes_name_selects_it_too(page: Page):
+    """A student who Shift-clicks the nodes' names (not their bodies) gets the same selection and
+    Create segment (issue "What a class trips over", item 4)."""
+    editor = Segments(page, js=True)
+    editor.open_example()
+    for label in ("Reshape", "Print"):
+        editor.card(label).get_by_role("link", name=label, exact=True).click(modifiers=["Shift"])
+        expect(editor.canvas.get_by_role("article", name=f"{label} ({editor.type_of(label)}), selected")).to_be_visible()
+    expect(editor.selection_actions.get_by_role("button", name="Create segment", exact=True)).to_be_visible()
+
+
 def test_no_data_path_creates_no_segment(page: Page):
     """IN20: Shift-select Start and Print (only a trigger edge leaves Start, and trigger edges
     do not count): Create segment says "Segment: no path from head to tail" and creates
