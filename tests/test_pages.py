@@ -73,3 +73,9 @@ def test_pages_carry_the_icon_so_browsers_ask_for_no_missing_favicon(client):
 
     assert 'rel="icon"' in client.get("/login/").content.decode()
     assert finders.find("favicon.svg")
+
+
+def test_a_failed_login_keeps_the_username_and_asks_for_the_password_again(client, student):
+    page = client.post("/login/", {"username": "ada", "password": "wrong"}).content.decode()
+    assert "That username and password do not match. Try again." in page
+    assert 'value="ada"' in page and 'type="password" autocomplete="current-password" required autofocus' in page
