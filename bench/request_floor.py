@@ -1,9 +1,9 @@
 """What one request costs the server process, by kind, against a real server (codefyui.serve
 on a free loopback port, as bench/class_burst.py starts it): a student's client sends each kind
 of request many times, one after another on one kept-alive connection, and the server's CPU
-(utime + stime from /proc) is split between its event loop (Uvicorn: parsing, the ASGI
-hand-off, writing the answer) and its other threads (Django's one sync thread, the
-run workers' readers).
+(utime + stime from /proc) is split between its event loop (Daphne and Twisted: parsing, the
+ASGI hand-off, writing the answer) and its other threads (Django's one sync thread, the run
+workers' readers).
 
 It says where bench/class_burst.py's server CPU per run comes from: a run there is two
 requests (POST /api/runs, then GET /api/runs/{id}?wait=30) and what its worker sends back.
@@ -76,7 +76,7 @@ def main() -> None:
     with burst.running(var, env, token) as (server, port, _):
         rows = asyncio.run(measure(server.pid, port, token, args.requests))
     print(f"server process CPU per request, {args.requests} of each one after another "
-          f"({os.cpu_count()} cores); event loop = Uvicorn, other = Django's thread and run readers")
+          f"({os.cpu_count()} cores); event loop = Daphne and Twisted, other = Django's thread and run readers")
     for name, loop, other in rows:
         print(f"{name:62s} {loop + other:5.2f} ms  (event loop {loop:4.2f} + other threads {other:4.2f})")
     print(f"figure: request_floor_ms = {min(loop + other for _, loop, other in rows[:-1]):.2f}")

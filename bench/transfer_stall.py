@@ -6,12 +6,13 @@ median and slowest time beside each transfer, and alone. Then a slow client (a l
 reads nothing for 2 s) asks for the same download: prints how much the server's memory grew
 while it waited.
 
-Before: under Daphne, the server this project started with, Twisted read every multipart
-body into form fields with the email package on the event loop (a 64 MB upload held every
-request for ~6.5 s), and Django read a whole file into memory on its one request thread
-before sending it in 4 KiB pieces. Daphne wrote a whole answer into Twisted's send buffer
-whatever the client read: a slow client's 64 MB download took 64 MB of the server's memory.
-Uvicorn (codefyui/serve.py) parses no form and pauses a long answer until its client reads.
+Before: under Daphne alone, Twisted read every multipart body into form fields with the
+email package on the event loop (a 64 MB upload held every request for ~6.5 s), and Django
+read a whole file into memory on its one request thread before sending it in 4 KiB pieces.
+Daphne wrote a whole answer into Twisted's send buffer whatever the client read: a slow
+client's 64 MB download took 64 MB of the server's memory. codefyui/serving.py makes Daphne
+parse no form, hand a body over as it arrives and pause a long answer until its client
+reads; codefyui/handler.py sends a file a MiB at a time from a thread of its own.
 Goal (issue 11): a transfer costs others' requests nothing a class would notice, and a slow
 client costs the server about a piece (1 MiB) of its download.
 Run: .venv/bin/python bench/transfer_stall.py [--mb N]

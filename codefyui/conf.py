@@ -111,7 +111,7 @@ LOGIN_LOCKOUT_MINUTES = _int("CODEFYUI_LOGIN_LOCKOUT_MINUTES", 15)
 # default, since any client can send that header.
 TRUSTED_PROXIES = _networks("CODEFYUI_TRUSTED_PROXIES")
 # A line per request in the server's log (1 = on): off by default, since under a class's burst
-# of runs it is ~8 % of the server process's CPU (codefyui/serve.py).
+# of runs it is ~8 % of the server process's CPU (codefyui/serving.py).
 ACCESS_LOG = os.environ.get("CODEFYUI_ACCESS_LOG", "").strip() == "1"
 
 # First administrator created by `make run` when none exists (else a generated password is printed).

@@ -29,7 +29,7 @@ import torch
 SCRIPT = "<script>"
 PRINT_LIMIT = 64_000
 OPEN_FILES = 256
-REFUSED_IMPORTS = {"django", "codefyui", "apps", "channels", "uvicorn", "asgiref", "psycopg", "sqlite3",
+REFUSED_IMPORTS = {"django", "codefyui", "apps", "channels", "daphne", "twisted", "autobahn", "asgiref", "psycopg", "sqlite3",
                    "_sqlite3", "ctypes", "_ctypes", "subprocess", "_posixsubprocess", "multiprocessing",
                    "socket", "_socket", "ssl", "urllib", "http", "pty"}
 REFUSED_EVENTS = ("socket.", "subprocess.", "os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork",
