@@ -378,8 +378,8 @@ def test_node_details_opens_three_ways_and_steps_with_the_arrow_keys(page: Page)
     details = editor.expect_details_of("Reshape")
     params = details.get_by_role("region", name="Parameters", exact=True)
     knows = details.get_by_role("region", name="What the Inspector knows", exact=True)
-    expect(params.get_by_role("textbox", name="shape", exact=True)).to_have_value("1,16")
-    expect(params.get_by_role("textbox", name="shape", exact=True)).to_have_accessible_description(re.compile("^New sizes"))
+    expect(params.get_by_role("textbox", name="Shape", exact=True)).to_have_value("1,16")
+    expect(params.get_by_role("textbox", name="Shape", exact=True)).to_have_accessible_description(re.compile("^New sizes"))
     assert page.evaluate(DUPLICATE_IDS) == [], "a label or link on the page would find the wrong element"
     expect(knows.get_by_role("navigation", name="Node details tabs").get_by_role("link")).to_have_text(
         ["Inputs", "Outputs", "Stats", "Docs"])
