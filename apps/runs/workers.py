@@ -1,15 +1,13 @@
-"""Run workers: the processes that execute server runs, and the server's side of them.
+"""Run workers, the server's side: the processes that execute server runs, and their supervisor.
 
-A worker is a separate process (multiprocessing's spawn start method) that runs one run at
-a time with its own torch global state, so a seeded or deterministic run changes nothing
-for anyone else. It is a pure executor: a Job goes in (the plan, the run options, the
-cached outputs the server found for it, the tab's kept layers); events, captures, new cache
-entries and the layers the run ended with come out, in that order, over one Unix socket
-(wire.py). What lasts between runs stays in the server (capture store, execution cache,
-kept weights), so a replaced worker loses nothing but the run it held. Tensors cross by
-shared memory, never as pickled bytes. Node classes cross by
-reference (module and name): a worker imports the module that defines a planned node, so a
-node module that imports no Django runs in workers without anything more.
+A worker (worker_process.py) is a separate process that runs one run at a time with its own
+torch global state. It is forked from a forkserver that has imported torch and the engine
+once (worker_start.py), so a new worker costs a fork, not an interpreter importing torch.
+What lasts between runs stays in the server (capture store, execution cache, kept weights),
+so a replaced worker loses nothing but the run it held. Tensors cross by shared memory,
+never as pickled bytes (wire.py). Node classes cross by reference (module and name): a
+worker imports the module that defines a planned node, so a node module that imports no
+Django runs in workers without anything more.
 
 The server end (WorkerPool) supervises: a reader thread per worker takes what it sends; one
 watcher thread ends a worker whose run went past its memory cap (the resident memory it
@@ -20,32 +18,22 @@ runs the same jobs in a thread of this process (unit tests, tools). No Django he
 from __future__ import annotations
 
 import atexit
-import ctypes
-import gc
 import logging
-import os
 import signal
 import socket
 import threading
 import time
-import traceback
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import torch
-import torch.multiprocessing as torch_mp
-
-from codefyui import conf
-
-from .engine import RunOptions, execute, timeout_message, warm_up
+from . import worker_start
+from .engine import timeout_message
 from .engine import events as ev
-from .engine.executor import THREADS, recording_stopped
-from .engine.plan import Plan
+from .engine.executor import recording_stopped
 from .engine.storage import RecordingStopped
 from .engine.weights import WEIGHTS
-from .sandbox import run_script
-from .store import CaptureStore, freeze
+from .store import CaptureStore
 from .wire import Wire
+from .worker_process import NICE, Job, resident_bytes, run_job, worker_main  # noqa: F401  (NICE: the benches')
 
 log = logging.getLogger("codefyui.workers")
 
@@ -58,344 +46,10 @@ NO_WORKERS = ("No run worker could start on this server, so no run can run now; 
               "in the server log.")
 GRACE_S = 0.5     # how long a stopped node may take to return before its worker is ended
 WATCH_S = 0.05    # how often the watcher reads the busy workers' memory and clocks
-PAGE = os.sysconf("SC_PAGE_SIZE")
-NICE = 10         # the workers' CPU priority below the server's
 LONG_RUN_S = 2.0  # a run held this long lets a spare worker take the next waiting run
-STAND_IN_IDLE_S = 120.0  # how long an idle stand-in is kept for the next run that would wait (its start takes seconds)
+STAND_IN_IDLE_S = 120.0  # how long an idle stand-in is kept for the next run that would wait
 RESUME_QUIET_S = 1.0     # how long nothing must have waited before a paused run resumes
 STAND_IN_RETRY_S = 30.0  # after a stand-in failed to start, how long no run is paused for another
-
-
-@dataclass
-class Job:
-    plan: Plan
-    options: RunOptions
-    hits: dict[str, tuple[dict[str, Any], list[str]]] = field(default_factory=dict)  # cache key -> hit
-    weights: list = field(default_factory=list)   # the tab's kept layers: [((scope, node, structure), module)]
-
-    @property
-    def run_id(self) -> str:
-        return self.options.run_id
-
-
-# -- inside a worker ----------------------------------------------------------------------
-
-Send = Callable[..., None]
-
-
-class _JobCache:
-    """The execution cache as a run sees it: the hits the server found, and new entries sent back."""
-
-    def __init__(self, hits: dict, send: Send):
-        self._hits, self._send = hits, send
-
-    def get(self, key: str):
-        return self._hits.get(key)
-
-    def put(self, key: str, outputs: dict[str, Any], logs: list[str]) -> None:
-        self._send("cache", key, outputs, list(logs))
-
-
-class _CaptureSink(CaptureStore):
-    """The capture store as a run sees it: each capture is frozen here and sent to the server's.
-    Once the server's store has stopped the run's recording (``unrecorded`` is set), only the
-    port's name goes, so the store still names it refused and nothing is copied for nothing."""
-
-    def __init__(self, send: Send, unrecorded: threading.Event):
-        self._send, self._unrecorded = send, unrecorded
-
-    def open_run(self, run_id: str) -> None:
-        pass
-
-    def close_run(self, run_id: str) -> None:
-        pass
-
-    def put(self, run_id: str, node_id: str, port: str, value: Any) -> None:
-        self.put_many(run_id, [(node_id, port, value)])
-
-    def put_many(self, run_id: str, items: list[tuple[str, str, Any]]) -> None:
-        if self._unrecorded.is_set():
-            self._send("refused", [(node_id, port) for node_id, port, _ in items])
-        else:
-            self._send("captures", [(node_id, port, freeze(value)) for node_id, port, value in items])
-
-    def get(self, run_id, node_id, port):
-        return None
-
-    def has_run(self, run_id):
-        return False
-
-    def ports(self, run_id):
-        return None
-
-    def drop_run(self, run_id):
-        return False
-
-    def usage(self):
-        return {}
-
-
-class _Outbox:
-    """What a run sends leaves its worker in batches: events, captures and cache entries, in
-    the order they were made, as one message at most LINGER_S late (progress stays live).
-    What waits at the run's end, its terminal event among it, goes with the worker's "done"
-    (``close``). Each message costs both ends system calls, a wake-up and an unpickling, and
-    a small run makes a few dozen in milliseconds. The batches of every outbox of the process
-    are sent when due by one thread (_LINGER): starting a thread per run cost a run a wake-up
-    before its first node."""
-
-    LINGER_S = 0.01
-
-    def __init__(self, send: Send, run_id: str):
-        self._send, self._run_id = send, run_id
-        self._messages: list[tuple] = []
-        self._due: float | None = None     # when the waiting messages must go
-        self._lock = threading.Lock()      # over the waiting messages: a post never waits for a send
-        self._sending = threading.Lock()   # held while a batch goes: two never overtake each other
-
-    def post(self, *message) -> None:
-        terminal = message[0] == "events" and message[1][-1].kind in ev.TERMINAL
-        with self._lock:
-            self._messages.append(message)
-            if not terminal:   # the run's end goes at its close, right after
-                due = time.monotonic() + self.LINGER_S
-                if self._due is None or due < self._due:
-                    self._due = due
-                    _LINGER.schedule(self, due)
-
-    def close(self, last: tuple | None = None) -> None:
-        """Send what waits, now, and ``last`` (the worker's "done") in the same batch: one
-        message a run fewer for the server's reader."""
-        self._flush(due_only=False, last=last)
-
-    def flush_due(self) -> None:
-        self._flush(due_only=True)
-
-    def _flush(self, due_only: bool, last: tuple | None = None) -> None:
-        with self._sending:
-            with self._lock:
-                if due_only and (self._due is None or self._due > time.monotonic()):
-                    return
-                messages, self._messages, self._due = self._messages, [], None
-            if last is not None:
-                messages.append(last)
-            if not messages:
-                return
-            try:
-                self._send("batch", _without_unseen_starts(messages))
-            except Exception:  # something in it cannot cross (cannot be pickled): each on its own
-                for message in messages:
-                    self._send_alone(message)
-
-    def _send_alone(self, message: tuple) -> None:
-        try:
-            self._send(*message)
-        except Exception as exc:
-            if message[0] == "captures" and len(message[1]) > 1:  # to name the one that cannot
-                for item in message[1]:
-                    self._send_alone(("captures", [item]))
-            elif message[0] == "captures":
-                node_id, port, _ = message[1][0]
-                self._send("events", [ev.Event(ev.LOG, self._run_id, node_id, level="warning",
-                                               text=f"The output '{port}' could not be recorded "
-                                                    f"({type(exc).__name__})")])
-            else:  # an execution-cache entry that cannot cross is simply not cached
-                log.debug("a %s message could not be sent", message[0], exc_info=True)
-
-
-_NODE_ENDS = frozenset({ev.NODE_COMPLETED, ev.NODE_CACHED, ev.NODE_ERROR, ev.NODE_SKIPPED})
-
-
-def _without_unseen_starts(messages: list[tuple]) -> list[tuple]:
-    """The batch without the "running" events of nodes that also end in it: the server takes
-    a batch in at once, so no one could see those nodes running, and each event costs its
-    reader (unpickling, the run's record, its listeners). A node's events keep their order;
-    a start whose end comes in a later batch stays."""
-    ends_later: set[str] = set()
-    kept: list[tuple] = []
-    for message in reversed(messages):
-        if message[0] == "events":
-            events = []
-            for event in reversed(message[1]):
-                if event.kind == ev.NODE_RUNNING and event.node_id in ends_later:
-                    ends_later.discard(event.node_id)
-                    continue
-                if event.kind in _NODE_ENDS:
-                    ends_later.add(event.node_id)
-                events.append(event)
-            if not events:
-                continue
-            if len(events) < len(message[1]):
-                message = ("events", events[::-1])
-        kept.append(message)
-    return kept[::-1]
-
-
-class _Lingerer:
-    """The thread that sends each outbox's batch when it is due (started on first use)."""
-
-    def __init__(self) -> None:
-        self._due: dict[_Outbox, float] = {}
-        self._wake = threading.Condition()
-        self._thread: threading.Thread | None = None
-
-    def schedule(self, outbox: _Outbox, due: float) -> None:
-        with self._wake:
-            self._due[outbox] = due
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, daemon=True, name="worker-outbox")
-                self._thread.start()
-            self._wake.notify()
-
-    def _run(self) -> None:
-        while True:
-            with self._wake:
-                while True:
-                    now = time.monotonic()
-                    ready = [outbox for outbox, due in self._due.items() if due <= now]
-                    if ready:
-                        break
-                    self._wake.wait(min(self._due.values(), default=now + 60) - now)
-                for outbox in ready:
-                    del self._due[outbox]
-            for outbox in ready:   # outside the condition: an outbox's lock is taken before it in post
-                outbox.flush_due()
-
-
-_LINGER = _Lingerer()
-
-
-def run_job(job: Job, cancel: threading.Event, send: Send, unrecorded: threading.Event | None = None,
-            outbox: _Outbox | None = None, scripts: Callable | None = None) -> None:
-    """Execute one job, sending everything it produces (``unrecorded``: the server's store
-    stopped recording the run; ``outbox``: in its batches, as a worker does, which closes it
-    after; ``scripts`` runs script nodes: a worker's sandbox, without which they refuse to run).
-    The kept layers of Persist weights go last, straight away (before the outbox's last batch)."""
-    opts = job.options
-    scope = opts.weights_scope if opts.persist_weights else ""
-    if scope:
-        WEIGHTS.replace(scope, job.weights)
-    post = outbox.post if outbox else send
-    try:
-        execute(job.plan, opts, lambda event: post("events", [event]),
-                captures=_CaptureSink(post, unrecorded or threading.Event()) if opts.record else None,
-                cancel=cancel, cache=_JobCache(job.hits, post), scripts=scripts, summaries_later=outbox is not None)
-    finally:
-        if scope:
-            send("weights", scope, WEIGHTS.entries(scope))
-
-
-def _keep_freed_memory() -> None:
-    """Let glibc keep what a run frees for the next run instead of handing it back at once.
-
-    By default the engine threads' malloc arenas give freed memory above a few MB back to the
-    kernel, and large tensors are mmapped and unmapped each time, so every run faulted its
-    tensors' pages in afresh (a fault and zeroing per 4 KB page: ~1 GB/s on this kind of
-    machine, thousands of faults per run of a small MLP). Allocations under
-    ``MMAP_THRESHOLD`` now come from the arenas, and an arena keeps up to ``TRIM_THRESHOLD``
-    free at its top. The memory watcher counts growth within a run, so what was kept from an
-    earlier run is not counted against the next."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:   # not glibc: its own defaults
-        return
-    libc.mallopt(_M_MMAP_THRESHOLD, 16 * 2**20)
-    libc.mallopt(_M_TRIM_THRESHOLD, 64 * 2**20)
-
-
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3   # glibc's mallopt parameters
-
-
-def resident_bytes(pid: int | str = "self") -> int:
-    """A process's resident memory (0 once it is gone). A worker tells its own when it becomes
-    free ("ready", "done"), so the server's busiest moments read no file for it."""
-    try:
-        with open(f"/proc/{pid}/statm") as f:
-            return int(f.read().split()[1]) * PAGE
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _lower_priority() -> None:
-    """Every thread of this process at NICE (each thread has its own; threads started later
-    take their starter's)."""
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.setpriority(os.PRIO_PROCESS, int(tid), NICE)
-        except OSError:   # a thread that ended meanwhile
-            pass
-
-
-def worker_main(sock: socket.socket, threads: int) -> None:
-    """A worker process: take jobs one at a time until the server goes away.
-
-    Two threads serve in turns: one reads the socket (a run's Stop, the server's hand-backs)
-    while the other runs the job it read. The reader of a "run" message runs that job itself
-    and the other takes over reading, so a job starts without a thread wake-up on its way."""
-    # Ctrl+C in the server's terminal reaches every process of its group: a worker leaves its
-    # ending to the server (it exits once the server is gone), without a traceback of its own.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    torch.set_num_threads(threads)
-    _keep_freed_memory()
-    # A run's outputs go as captures and as cache entries: one copy, into the worker's arena.
-    wire = Wire(sock, keep_copies=True, arena_bytes=conf.RUN_WORKER_ARENA_MB * 2**20)
-    lock = threading.Lock()
-    current: dict[str, Any] = {"run_id": None, "cancel": None, "unrecorded": None}
-    reading = threading.Lock()   # held by the thread that reads the socket
-
-    def send(*message) -> None:
-        wire.send(message)
-
-    def next_job() -> tuple[Job, threading.Event, threading.Event]:
-        while True:
-            try:
-                message = wire.recv()
-            except (EOFError, OSError):
-                os._exit(0)  # the server is gone: nothing is left to run for
-            if message[0] == "run":
-                with lock:
-                    current.update(run_id=message[1].run_id, cancel=threading.Event(), unrecorded=threading.Event())
-                    return message[1], current["cancel"], current["unrecorded"]
-            elif message[0] in ("cancel", "unrecorded"):
-                with lock:
-                    if current["run_id"] == message[1]:
-                        current[message[0]].set()
-            elif message[0] == "release":   # the server let go of these slices of the arena
-                wire.handed_back(message[1])
-            elif message[0] == "exit":
-                os._exit(0)
-
-    def serve() -> None:
-        while True:
-            with reading:
-                job, cancel, unrecorded = next_job()
-            outbox = _Outbox(send, job.run_id)
-            try:
-                run_job(job, cancel, send, unrecorded, outbox, scripts=run_script)  # scripts: in a child of their own
-            except Exception:
-                traceback.print_exc()
-            retire = THREADS.still_computing()
-            with lock:
-                current.update(run_id=None, cancel=None, unrecorded=None)
-            outbox.close(last=("done", job.run_id, retire, resident_bytes()))
-            wire.forget()   # what the run sent is the server's now
-            if retire:  # the server answers "exit" once it has read everything before "done"
-                time.sleep(30)
-                os._exit(0)
-
-    warm_up()  # what the element limit's first meta run loads, before the first run needs it
-    # What start-up built (torch, the node library: ~290,000 objects) goes beyond the cyclic
-    # collector, as in the server (codefyui/asgi.py): a full collection walked all of it, about
-    # 150 ms on a 2-core VM, in the middle of whichever run's allocation set it off.
-    gc.collect()
-    gc.freeze()
-    _lower_priority()   # a stand-in started at the server's (see WorkerPool._spawn)
-    try:
-        send("ready", os.getpid(), wire.offer(), resident_bytes())   # the server maps the arena once
-    except OSError:   # the server ended while this worker started (Ctrl+C in its first seconds)
-        os._exit(0)
-    threading.Thread(target=serve, daemon=True, name="worker-serve").start()
-    serve()
 
 
 # -- the server's side --------------------------------------------------------------------
@@ -418,6 +72,7 @@ class Assignment:
         self.base_rss = 0
         self.device = ""             # what its run_started said
         self.unrecorded = threading.Event()  # the store stopped the run's recording
+        self._taking = threading.Lock()      # the worker's messages and the run's end, one at a time
         self.tell_unrecorded: Callable[[], None] = self.unrecorded.set  # a worker's executor tells it instead
         if self.captures is not None:
             self.captures.open_run(job.run_id)
@@ -427,7 +82,12 @@ class Assignment:
         return self.job.run_id
 
     def receive(self, kind: str, *payload) -> None:
-        """A message from the worker."""
+        """A message from the worker (none once the run has ended: the server ended its worker)."""
+        with self._taking:
+            if not self.closed:
+                self._take(kind, *payload)
+
+    def _take(self, kind: str, *payload) -> None:
         if kind == "events":
             for event in payload[0]:
                 self.emit(event)
@@ -460,21 +120,22 @@ class Assignment:
     def end(self, kind: str = ev.RUN_FAILED, error: str = UNEXPECTED) -> None:
         """The executor is done with the run. If the run did not end by itself (its worker
         was ended or lost), its unfinished nodes and its end are reported here."""
-        if self.closed:
-            return
-        self.closed = True
-        if not self.ended:
-            run_id = self.run_id
-            for node_id in self.job.plan.nodes:
-                if node_id in self.settled:
-                    continue
-                if node_id in self.running and kind == ev.RUN_FAILED:
-                    self.emit(ev.Event(ev.NODE_ERROR, run_id, node_id, error=error, level="error"))
-                else:
-                    self.emit(ev.Event(ev.NODE_SKIPPED, run_id, node_id))
-            self.emit(ev.Event(kind, run_id, error=error, level="error"))
-        if self.captures is not None:
-            self.captures.close_run(self.run_id)
+        with self._taking:
+            if self.closed:
+                return
+            self.closed = True
+            if not self.ended:
+                run_id = self.run_id
+                for node_id in self.job.plan.nodes:
+                    if node_id in self.settled:
+                        continue
+                    if node_id in self.running and kind == ev.RUN_FAILED:
+                        self.emit(ev.Event(ev.NODE_ERROR, run_id, node_id, error=error, level="error"))
+                    else:
+                        self.emit(ev.Event(ev.NODE_SKIPPED, run_id, node_id))
+                self.emit(ev.Event(kind, run_id, error=error, level="error"))
+            if self.captures is not None:
+                self.captures.close_run(self.run_id)
         self._on_end(self)
 
     def memory_message(self, limit_mb: int) -> str:
@@ -548,7 +209,7 @@ class _Worker:
 
 def _signal(worker: _Worker, sig: int) -> None:
     try:
-        os.kill(worker.process.pid, sig)
+        worker.process.send_signal(sig)
     except ProcessLookupError:
         pass   # it ended meanwhile: its reader fails its run
 
@@ -591,21 +252,20 @@ class WorkerPool:
     beyond it. A paused run keeps its memory, so paused runs may hold a quarter of the machine
     at most (``_may_pause``).
 
-    A stand-in starts in seconds (it imports torch, on cores the long runs share), so once it
-    is idle it is kept while the lanes stay full: the next run that would wait pauses a long
-    run again and goes to it at once, instead of waiting for a stand-in of its own every time
-    during the minutes those runs last. It exits once a lane is free and nothing is paused, or
-    after STAND_IN_IDLE_S idle. One starts only while no worker is idle, so there are never
-    more stand-ins than runs that may be paused at once. One that ends before it is ready
-    gives its paused run back (``_stand_in_lost``)."""
+    A stand-in is forked in a fraction of a second (worker_start.py), and once it is idle it is
+    kept while the lanes stay full: the next run that would wait pauses a long run again and
+    goes to it at once, without even that wait, during the minutes those runs last. It exits
+    once a lane is free and nothing is paused, or after STAND_IN_IDLE_S idle. One starts only
+    while no worker is idle, so there are never more stand-ins than runs that may be paused at
+    once. One that ends before it is ready gives its paused run back (``_stand_in_lost``)."""
 
     def __init__(self, size: int, memory_max_mb: int, threads: int, on_free: Callable[[], None], spares: int = 0,
-                 waiting: Callable[[], bool] = lambda: False):
+                 waiting: Callable[[], bool] = lambda: False, start: Callable[..., Any] = worker_start.fork):
         self.size, self.memory_max_mb, self.threads, self._on_free = size, memory_max_mb, threads, on_free
         self.spares = spares
         self._waiting = waiting   # whether runs wait in the scheduler's queue
         self._spares_open = False   # whether the spares may take runs (the watcher tells the scheduler once)
-        self._ctx = torch_mp.get_context("spawn")
+        self._start = start   # how a worker process starts (worker_start.fork; worker_start.spawn the fallback)
         self._workers: list[_Worker] = []
         self._lock = threading.Lock()
         self._closing = False
@@ -637,7 +297,7 @@ class WorkerPool:
             return sum(w.paused_since is not None for w in self._workers)
 
     def _idle(self) -> list[_Worker]:
-        return [w for w in self._workers if w.ready and not w.retiring and w.assignment is None]
+        return [w for w in self._workers if w.ready and not w.retiring and w.ending is None and w.assignment is None]
 
     @property
     def _lanes(self) -> int:
@@ -662,7 +322,7 @@ class WorkerPool:
         """Every ready worker that is no spare holds a run it took LONG_RUN_S ago (or none is ready)."""
         now = time.monotonic()
         return all(w.assignment is not None and now - w.assignment.handed_over >= LONG_RUN_S
-                   for w in self._workers if not w.spare and w.ready)
+                   for w in self._workers if not w.spare and w.ready and w.ending is None)
 
     @property
     def broken(self) -> bool:
@@ -672,7 +332,7 @@ class WorkerPool:
 
     def pids(self) -> list[int]:
         with self._lock:
-            return [w.process.pid for w in self._workers]
+            return [pid for pid in (w.process.pid for w in self._workers) if pid is not None]
 
     def run(self, assignment: Assignment) -> bool:
         """Hand the run to an idle worker; False when none is idle."""
@@ -711,7 +371,7 @@ class WorkerPool:
             workers = list(self._workers)
         for worker in workers:
             if worker.process.is_alive():
-                worker.process.kill()
+                _signal(worker, signal.SIGKILL)
         for worker in workers:
             worker.process.join(5)
             worker.reader.join(5)  # it has seen the end of its worker's socket
@@ -735,34 +395,26 @@ class WorkerPool:
             if assignment is not None:
                 assignment.end()
             if worker.retiring:
-                worker.send("exit")
+                _tell(worker, "exit")
             else:
                 self._on_free()
-        elif worker.assignment is not None:
+        elif (assignment := worker.assignment) is not None:   # the watcher may end it meanwhile (_end)
             try:
-                worker.assignment.receive(*message)
+                assignment.receive(*message)
             except Exception:
-                log.exception("run %s: could not take in a %s message", worker.assignment.run_id, kind)
+                log.exception("run %s: could not take in a %s message", assignment.run_id, kind)
 
     def _spawn(self, spare: bool, stand_in: bool = False) -> None:
         ours, theirs = socket.socketpair()
-        process = self._ctx.Process(target=worker_main, args=(theirs, self.threads), name="codefyui-run-worker")
-        process.start()
-        # A lower CPU priority from its first instant (its start imports torch for seconds):
-        # on a busy machine the server's page requests come first. A stand-in starts at the
-        # server's, since a student's run waits for it (~2 s of CPU, where at the long runs'
-        # priority it took ~7 s of their cores), and lowers its own once started.
-        if not stand_in:
-            os.setpriority(os.PRIO_PROCESS, process.pid, NICE)
+        process = self._start(worker_main, theirs, self.threads, stand_in=stand_in)
         theirs.close()     # the server keeps only its own end, so it sees EOF when a worker ends
         worker = _Worker(process, Wire(ours), spare, stand_in)
         with self._lock:
             self._workers.append(worker)
             closing = self._closing
         if closing:  # close() ran while this replacement started, and did not see it
-            process.kill()
-        worker.reader = threading.Thread(target=self._serve, args=(worker,), daemon=True,
-                                         name=f"run-worker-{process.pid}")
+            _signal(worker, signal.SIGKILL)
+        worker.reader = threading.Thread(target=self._serve, args=(worker,), daemon=True, name="run-worker")
         worker.reader.start()
 
     def _serve(self, worker: _Worker) -> None:
@@ -869,10 +521,20 @@ class WorkerPool:
         return held <= self.memory_max_mb * 2**20 * self._lanes // 2
 
     def _end(self, worker: _Worker, kind: str, reason: str) -> None:
-        """End a worker now; its reader then reports the run with this reason."""
-        if worker.ending is None:
+        """End a worker now, and its run with this reason: the run reads stopped (or failed) at
+        once, not when the worker's socket closes, after the kernel has taken back its memory
+        (with four runaways at the element limit on 2 cores, Stop then took 1.15 s median and
+        up to 3 s: bench/worker_start.py). What the worker still sends is dropped; its reader
+        replaces it once it has ended. The run's end is told from a thread of its own, as a
+        reader tells it: the watcher waits for no listener."""
+        with self._lock:
+            if worker.ending is not None:
+                return
             worker.ending = (kind, reason)
-            _signal(worker, signal.SIGKILL)
+            assignment, worker.assignment, worker.paused_since = worker.assignment, None, None
+        _signal(worker, signal.SIGKILL)
+        if assignment is not None:
+            threading.Thread(target=assignment.end, args=(kind, reason), daemon=True, name="run-end").start()
 
     def _watch(self) -> None:
         while not self._closing:

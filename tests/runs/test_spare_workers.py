@@ -3,7 +3,7 @@ while every worker has held its run for LONG_RUN_S, a spare worker takes the nex
 run; a burst of short runs never reaches the spares. Real worker processes: one, and a spare."""
 from __future__ import annotations
 
-import time
+import threading
 
 import pytest
 
@@ -29,7 +29,10 @@ def test_a_spare_takes_a_waiting_run_only_once_the_others_have_held_theirs_long(
     long_run = start(student, graph("test:Hold", path=str(tmp_path / "long")))
     held_by = started_in(tmp_path / "long")
     waiting = start(stranger, graph("test:Hold", path=str(tmp_path / "short")))
-    time.sleep(0.3)   # several of the watcher's rounds: the spare stays idle while the run is young
+    rounds, relieve = threading.Semaphore(0), pool._relieve
+    monkeypatch.setattr(pool, "_relieve", lambda now: relieve(now) or rounds.release())   # the end of a watcher round
+    for _ in range(3):   # three of the watcher's rounds since: the spare stays idle while the run is young
+        assert rounds.acquire(timeout=30)
     assert Run.objects.get(pk=waiting.pk).status == "queued" and pool.idle() == 1 and pool.free() == 0
     assert service.worker_usage() == {"workers": 2, "spares": 1, "idle": 1, "computing": 1, "paused": 0, "queued": 1}
 

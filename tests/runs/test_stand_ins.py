@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from apps.runs import service, workers
+from apps.runs import service, worker_start, workers
 from apps.runs.models import Run
 from tests.runs.test_workers import release, start, started_in, until
-from tests.runs.worker_nodes import graph
+from tests.runs.worker_nodes import graph, stalled_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -84,11 +84,21 @@ def test_a_stand_in_killed_while_it_starts_gives_the_paused_run_back_and_another
     import os
     import signal
     monkeypatch.setattr(workers, "STAND_IN_RETRY_S", 0.5)
+    stalled = []
+
+    def start_worker(target, sock, *args, stand_in=False):
+        """The first stand-in never becomes ready (it is killed while it starts); the others do."""
+        process = worker_start.fork(stalled_worker if stand_in and not stalled else target, sock, *args)
+        if stand_in and not stalled:
+            stalled.append(process)
+        return process
+
+    monkeypatch.setattr(pool, "_start", start_worker)
     long_run = start(student, graph("test:Hold", path=str(tmp_path / "long")))
     held_by = started_in(tmp_path / "long")
     waiting = start(stranger, graph("test:Hold", path=str(tmp_path / "short")))
-    first = until(lambda: [pid for pid in pool.pids() if pid != held_by], "a stand-in started")[0]
-    os.kill(first, signal.SIGKILL)   # before it is ready: it imports torch for a second or more
+    first = until(lambda: stalled and stalled[0].pid, "a stand-in started")
+    os.kill(first, signal.SIGKILL)
     until(lambda: first not in pool.pids(), "the pool saw it end")
     taken_by = started_in(tmp_path / "short")   # by the next stand-in, the long run paused again
     assert taken_by not in (first, held_by) and stopped(held_by)

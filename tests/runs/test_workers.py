@@ -1,6 +1,6 @@
 """Runs in real worker processes: two students at once (one seeded), a run past its memory
 cap, a Stop that ends a node stuck in a loop, a worker killed from outside, the fair queue.
-One pool serves the whole module: each worker start imports torch."""
+One pool serves the whole module."""
 from __future__ import annotations
 
 import os
@@ -13,16 +13,18 @@ import pytest
 import torch
 
 from apps.graphs import document
-from apps.runs import engine, service, workers
+from apps.runs import engine, service, worker_process, worker_start, workers
 from apps.runs.models import Run
 from apps.runs.store import MemoryCaptureStore
 from codefyui import conf
-from tests.runs.worker_nodes import graph, running, saver_graph
+from tests.runs.worker_nodes import graph, running, saver_graph, sigint_ignored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def until(condition, what: str, timeout: float = 60.0):
+    """Wait until ``condition()`` holds (its value), checking it again every 20 ms, and fail
+    after ``timeout``: for what no event tells (a file a node wrote, a process's state)."""
     deadline = time.monotonic() + timeout
     while not (found := condition()):
         assert time.monotonic() < deadline, f"never {what}"
@@ -93,7 +95,7 @@ def test_stop_ends_a_node_stuck_in_a_long_loop(ready, student, tmp_path):
     service.cancel_run(Run.objects.get(pk=run.pk))
     run = service.wait_for(run.pk, timeout=10)
     assert run.status == "cancelled" and run.error == "Execution cancelled"
-    assert not Path(f"/proc/{pid}").exists()  # the computation itself has ended
+    until(lambda: not running(pid), "ended the computation itself")   # killed: the kernel takes its memory back
 
 
 def test_a_run_past_its_deadline_fails_and_the_computation_ends(ready, student, tmp_path, monkeypatch):
@@ -123,11 +125,11 @@ def test_ctrl_c_in_the_servers_terminal_leaves_a_workers_run_to_finish(ready, st
     server instead of dying mid-run with a traceback."""
     run = start(student, graph("test:Hold", path=str(tmp_path / "a")))
     worker = started_in(tmp_path / "a")
+    assert sigint_ignored(worker)   # so the kernel discards the SIGINT below at once: none is left to arrive
     os.kill(worker, signal.SIGINT)
     release(tmp_path / "a")
     assert service.wait_for(run.pk).status == "succeeded"
-    time.sleep(0.5)
-    assert running(worker)   # still the pool's, not ended and replaced
+    assert running(worker) and worker in ready.pids()   # still the pool's, not ended and replaced
 
 
 def test_runs_are_taken_round_robin_across_students_and_each_may_queue_three(ready, student, stranger, tmp_path,
@@ -255,13 +257,14 @@ def test_a_script_node_runs_in_a_sandbox_below_its_worker(ready, student, monkey
 def test_a_workers_messages_leave_in_order_in_batches_and_a_runs_end_with_its_done():
     from apps.runs.engine import events as ev
     sent: list[tuple] = []
-    outbox = workers._Outbox(lambda *message: sent.append(message), "r1")
+    went = threading.Event()
+    outbox = worker_process._Outbox(lambda *message: sent.append(message) or went.set(), "r1")
     outbox.post("events", [ev.Event(ev.RUN_STARTED, "r1")])
     outbox.post("captures", [("n1", "out", torch.ones(2))])
     outbox.post("cache", "key", {"out": torch.ones(2)}, [])
     outbox.post("events", [ev.Event(ev.NODE_COMPLETED, "r1", "n1")])
-    time.sleep(workers._Outbox.LINGER_S * 5)
-    assert [kind for kind, _ in sent] == ["batch"]  # one message, at most LINGER_S late
+    assert went.wait(10)   # the outboxes' thread sent what waited, LINGER_S after the first post
+    assert [kind for kind, _ in sent] == ["batch"]  # one message
     assert [m[0] for m in sent[0][1]] == ["events", "captures", "cache", "events"]  # in the order made
     outbox.post("events", [ev.Event(ev.LOG, "r1")])
     outbox.post("events", [ev.Event(ev.RUN_COMPLETED, "r1")])
@@ -271,9 +274,9 @@ def test_a_workers_messages_leave_in_order_in_batches_and_a_runs_end_with_its_do
 
 def test_a_batch_leaves_out_the_start_of_a_node_that_ends_in_it_and_keeps_one_stillrunning(monkeypatch):
     from apps.runs.engine import events as ev
-    monkeypatch.setattr(workers._Outbox, "LINGER_S", 60)   # one batch, sent by close()
+    monkeypatch.setattr(worker_process._Outbox, "LINGER_S", 60)   # one batch, sent by close()
     sent: list[tuple] = []
-    outbox = workers._Outbox(lambda *message: sent.append(message), "r1")
+    outbox = worker_process._Outbox(lambda *message: sent.append(message), "r1")
     for kind, node in [(ev.RUN_STARTED, None), (ev.NODE_RUNNING, "a"), (ev.PROGRESS, "a"), (ev.NODE_COMPLETED, "a"),
                        (ev.NODE_RUNNING, "b"), (ev.NODE_ERROR, "b"), (ev.NODE_RUNNING, "loop"),
                        (ev.NODE_COMPLETED, "loop"), (ev.NODE_RUNNING, "loop"), (ev.NODE_RUNNING, "c")]:
@@ -298,7 +301,7 @@ def test_the_layers_a_run_keeps_reach_the_server_before_its_end():
     options = engine.RunOptions(run_id="r1", **{**service.run_options(doc, {}), "persist_weights": True},
                                 weights_scope="tab-order")
     sent: list[tuple] = []
-    outbox = workers._Outbox(lambda *message: sent.append(message), "r1")
+    outbox = worker_process._Outbox(lambda *message: sent.append(message), "r1")
     try:
         workers.run_job(workers.Job(service.plan(doc), options), threading.Event(),
                         lambda *message: sent.append(message), outbox=outbox)
@@ -321,7 +324,7 @@ def test_an_output_that_cannot_cross_is_named_and_the_rest_of_the_batch_still_go
             raise TypeError("cannot pickle 'function' object")
         sent.append(message)
 
-    outbox = workers._Outbox(send, "r1")
+    outbox = worker_process._Outbox(send, "r1")
     outbox.post("captures", [("n1", "ok", 1), ("n1", "bad", lambda: 0)])
     outbox.post("cache", "key", {"bad": lambda: 0}, [])
     outbox.post("events", [ev.Event(ev.RUN_COMPLETED, "r1")])
@@ -334,19 +337,17 @@ def test_an_output_that_cannot_cross_is_named_and_the_rest_of_the_batch_still_go
 
 
 def test_a_replacement_started_while_the_pool_closes_is_ended_too():
-    """Else the interpreter's exit waits for it for ever (multiprocessing joins its children)."""
-    import types
-
-    pool = workers.WorkerPool(1, 0, 1, lambda: None)   # not started: _spawn stands for a replacement
+    """Else it would wait, idle, until the server exits."""
     started = []
-    context = pool._ctx
-    pool._ctx = types.SimpleNamespace(Process=lambda *a, **k: started.append(context.Process(*a, **k)) or started[-1])
+
+    def start(*args, **kwargs):
+        started.append(worker_start.fork(*args, **kwargs))
+        return started[-1]
+
+    pool = workers.WorkerPool(1, 0, 1, lambda: None, start=start)   # not started: _spawn stands for a replacement
     pool._closing = True   # close() has run and seen no worker
     pool._spawn(spare=False)
-    # Its reader may reap it before this test would (is_alive() then cannot tell): ask the system.
-    deadline = time.monotonic() + 10
-    while running(started[0].pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not running(started[0].pid)
+    started[0].join(30)   # until the forkserver tells its end
+    assert started[0].exitcode == -signal.SIGKILL and not running(started[0].pid)
 
 

@@ -5,6 +5,8 @@ that process still does)."""
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import time
 from pathlib import Path
 
@@ -112,3 +114,33 @@ def saver_graph(path: str = "tiny.pt") -> dict:
 def broken_worker(sock, threads) -> None:
     """A run worker that dies while it starts (as with a broken install)."""
     raise SystemExit(3)
+
+
+def stalled_worker(sock, threads) -> None:
+    """A run worker that never becomes ready: it waits until the server lets go of it."""
+    sock.recv(1)
+
+
+def sigint_ignored(pid: int | str = "self") -> bool:
+    """Whether the process ignores SIGINT (its SigIgn mask in /proc): the kernel then discards
+    a SIGINT sent to it at once, so none can arrive later."""
+    line = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("SigIgn:"))
+    return bool(int(line.split()[1], 16) & 1 << (signal.SIGINT - 1))
+
+
+def report(sock, threads) -> None:
+    """A process started as a run worker that tells what it started with, then waits until the
+    test lets go of it."""
+    import pickle
+    import random
+
+    import numpy as np
+
+    files = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+             if os.path.exists(f"/proc/self/fd/{fd}")]
+    sock.sendall(pickle.dumps({
+        "parent": os.getppid(), "torch": torch.rand(4).tolist(), "numpy": np.random.rand(4).tolist(),
+        "python": random.random(), "sockets": sum(f.startswith("socket:") for f in files),
+        "cuda": torch.cuda.is_initialized(), "sigint_ignored": sigint_ignored(), "args": threads}))
+    sock.shutdown(socket.SHUT_WR)   # the test reads up to here
+    sock.recv(1)
