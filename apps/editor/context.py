@@ -49,7 +49,6 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         "state": PageState.of(request).but(node="", run=str(run.id) if run else "", inside=""),
         "confirm_close": request.GET.get("confirm_close") == "1",
         "confirm_reset": request.GET.get("confirm_reset") == "1",
-        "settings_open": request.GET.get("settings") == "1",   # a switch was just applied: keep Settings open
     }
     context.update(runs_panel(request, later=bool(tab) and bool(request.htmx)))
     enabled = PackSwitch.enabled_packs()

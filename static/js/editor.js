@@ -5,7 +5,6 @@
    on an edge; data-activate-url on a segment's bubble), with the page state already in it. */
 (function () {
   "use strict";
-  document.documentElement.classList.add("js");   // switches that apply when flipped hide their Apply button
   var zoom = 1;
   var armed = null;          // {node, port, type} of an output waiting for its input
   var quickPoint = null;     // where a double-click asked to add a node

@@ -13,35 +13,16 @@ from .. import workspace
 from ..prefs import Prefs
 from .page import apply_edit, back, get_tab
 
-SETTING_NAMES = {"record_outputs": "Record node outputs", "verbose_internals": "Verbose internals",
-                 "persist_weights": "Persist weights between runs", "capture_gradients": "Capture gradients",
-                 "auto_synthesize_loss": "Auto-synthesize loss", "seed": "Random seed",
-                 "deterministic": "Deterministic algorithms"}
-
 
 @require_POST
 def tab_settings(request: HttpRequest, tab_id: int) -> HttpResponse:
-    """Recording & Inspection and Training Behavior: saved with the tab's graph (with JavaScript,
-    as soon as a switch is flipped), saying what changed; Settings stays open."""
+    """Recording & Inspection and Training Behavior: saved with the tab's graph."""
     def change(doc):
         try:
             return workspace.with_tab_settings(doc, request.POST)
         except document.DocumentError as exc:
             raise edits.EditError("; ".join(exc.problems)) from None
-    before = document.run_settings(get_tab(request, tab_id).document)
-    response = apply_edit(request, tab_id, change, settings="1")
-    after = document.run_settings(get_tab(request, tab_id).document)
-    if changed := [_said(key, after[key]) for key in after if after[key] != before[key]]:
-        messages.success(request, f"Saved with this graph: {', '.join(changed)}.")
-    return response
-
-
-def _said(key: str, value) -> str:
-    """'record_outputs', False -> 'Record node outputs off', as the Settings switch reads."""
-    name = SETTING_NAMES.get(key, key.replace("_", " ").capitalize())
-    if isinstance(value, bool):
-        return f"{name} {'on' if value else 'off'}"
-    return f"{name} {'blank' if value is None else value}"
+    return apply_edit(request, tab_id, change)
 
 
 @require_POST
