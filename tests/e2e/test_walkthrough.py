@@ -169,8 +169,8 @@ class Editor:
 
     def set_params(self, label: str, **values: str) -> None:
         panel = self.select(label)
-        for name, value in values.items():
-            field = panel.get_by_label(name, exact=True)
+        for name, value in values.items():   # a param's label reads as words: value_mode -> "Value mode"
+            field = panel.get_by_label(name.replace("_", " ").capitalize(), exact=True)
             if field.evaluate("e => e.tagName") == "SELECT":
                 field.select_option(value)
             else:
@@ -178,7 +178,7 @@ class Editor:
         self.click(panel.get_by_role("button", name="Apply parameters"))
         panel = self.panel(label)
         for name, value in values.items():
-            expect(panel.get_by_label(name, exact=True)).to_have_value(value)
+            expect(panel.get_by_label(name.replace("_", " ").capitalize(), exact=True)).to_have_value(value)
 
     def cells(self, label: str) -> list[Locator]:
         grid = self.panel(label).get_by_role("region", name="values")
