@@ -89,32 +89,63 @@ def bwrap_argv(scratch_mb: int) -> list[str]:
     return argv
 
 
-def _start(command: list[str], scratch_mb: int, **popen: Any) -> subprocess.Popen:
-    as_nobody = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if os.geteuid() == 0 else {}
-    return subprocess.Popen(bwrap_argv(scratch_mb) + command, cwd="/", env=ENV, close_fds=True,
-                            start_new_session=True, **as_nobody, **popen)
+# How bubblewrap is started: a root server starts it as nobody, so the kernel sees the script as
+# nobody too (file permissions, the process limit). Where nobody cannot read the Python it needs
+# (a checkout under /root), root starts it and maps the script to uid 65534 inside its own user
+# namespace: it still sees only what is bound in, holds no capability outside, and the audit
+# hook refuses new processes. Any other server starts it as itself.
+AS_NOBODY = ({"user": NOBODY, "group": NOBODY, "extra_groups": []}, [])
+MAPPED = ({}, ["--uid", str(NOBODY), "--gid", str(NOBODY)])
+
+
+def _ways() -> list[tuple[dict, list[str]]]:
+    return [AS_NOBODY, MAPPED] if os.geteuid() == 0 else [({}, [])]
+
+
+def _start(command: list[str], scratch_mb: int, way: tuple[dict, list[str]] | None = None,
+           **popen: Any) -> subprocess.Popen:
+    user, extra = way or _way()
+    argv = bwrap_argv(scratch_mb)
+    return subprocess.Popen(argv[:1] + extra + argv[1:] + command, cwd="/", env=ENV, close_fds=True,
+                            start_new_session=True, **user, **popen)
 
 
 @functools.cache
-def sandbox_problem() -> str | None:
-    """None when this machine can build the sandbox, else why not, for the administrator.
-    Asked once per process: a fixed machine is seen after the server restarts."""
+def _probe() -> tuple[tuple[dict, list[str]] | None, str]:
+    """The first way of starting bubblewrap that builds the sandbox here, or None and why not."""
     if shutil.which("bwrap") is None:
-        reason = "bubblewrap (the bwrap command) is not installed"
-    else:
+        return None, "bubblewrap (the bwrap command) is not installed"
+    reason = "no reason given"
+    for way in _ways():
         try:
-            probe = _start([sys.executable, "-I", "-S", "-c", "pass"], 1,
+            probe = _start([sys.executable, "-I", "-S", "-c", "pass"], 1, way,
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             _, errors = probe.communicate(timeout=30)
         except (OSError, subprocess.SubprocessError) as exc:
             reason = f"bubblewrap could not be started: {exc}"
-        else:
-            if probe.returncode == 0:
-                return None
-            reason = (errors.decode(errors="replace").strip().splitlines() or ["no reason given"])[-1][:300]
+            continue
+        if probe.returncode == 0:
+            return way, ""
+        reason = (errors.decode(errors="replace").strip().splitlines() or [reason])[-1][:300]
+    return None, reason
+
+
+def _way() -> tuple[dict, list[str]]:
+    return _probe()[0] or _ways()[0]
+
+
+def sandbox_problem() -> str | None:
+    """None when this machine can build the sandbox, else why not, for the administrator.
+    Asked once per process: a fixed machine is seen after the server restarts."""
+    way, reason = _probe()
+    if way is not None:
+        return None
     return (f"Script nodes cannot run on this server: it cannot build the sandbox that shuts each script in "
             f"({reason}). An administrator installs Debian's bubblewrap package (apt-get install bubblewrap), "
             "allows user namespaces (sysctl user.max_user_namespaces above 0), then restarts the server.")
+
+
+sandbox_problem.cache_clear = _probe.cache_clear   # tests take bubblewrap away, then give it back
 
 
 # -- one script ----------------------------------------------------------------------------

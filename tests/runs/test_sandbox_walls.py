@@ -146,3 +146,14 @@ def test_where_the_sandbox_cannot_be_built_scripts_do_not_run(monkeypatch):
     assert result.error.startswith("Script nodes cannot run on this server: it cannot build the sandbox")
     assert "bubblewrap (the bwrap command) is not installed" in result.error
     assert "apt-get install bubblewrap" in result.error
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root server has the second way")
+def test_a_root_server_whose_checkout_nobody_can_read_maps_the_script_to_nobody_with_the_same_walls():
+    """Where nobody cannot read the venv (a checkout under /root), root starts bubblewrap and maps
+    the script to uid 65534: it still sees nothing of the project and writes nowhere but /tmp."""
+    child = sandbox._start([sys.executable, "-I", "-c", f"import os; print(os.getuid(), "
+                            f"os.path.exists({str(PROJECT / 'manage.py')!r})); open('/usr/x', 'w')"],
+                           1, sandbox.MAPPED, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = child.communicate(timeout=60)
+    assert out.split() == ["65534", "False"] and "Read-only file system" in err
