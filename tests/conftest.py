@@ -47,6 +47,16 @@ def fresh_cache():
     yield
 
 
+@pytest.fixture
+def no_bubblewrap(monkeypatch):
+    """A machine without bubblewrap: script nodes cannot build their sandbox."""
+    from apps.runs import sandbox
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    sandbox.probe.cache_clear()
+    yield
+    sandbox.probe.cache_clear()
+
+
 @pytest.fixture(autouse=True)
 def user_files_dir(tmp_path, monkeypatch):
     """Every test's students keep their own files (My files) in a folder of the test's."""

@@ -111,7 +111,7 @@ def _start(command: list[str], scratch_mb: int, way: tuple[dict, list[str]] | No
 
 
 @functools.cache
-def _probe() -> tuple[tuple[dict, list[str]] | None, str]:
+def probe() -> tuple[tuple[dict, list[str]] | None, str]:
     """The first way of starting bubblewrap that builds the sandbox here, or None and why not."""
     if shutil.which("bwrap") is None:
         return None, "bubblewrap (the bwrap command) is not installed"
@@ -131,21 +131,18 @@ def _probe() -> tuple[tuple[dict, list[str]] | None, str]:
 
 
 def _way() -> tuple[dict, list[str]]:
-    return _probe()[0] or _ways()[0]
+    return probe()[0] or _ways()[0]
 
 
 def sandbox_problem() -> str | None:
     """None when this machine can build the sandbox, else why not, for the administrator.
-    Asked once per process: a fixed machine is seen after the server restarts."""
-    way, reason = _probe()
+    Asked once per process (``probe``): a fixed machine is seen after the server restarts."""
+    way, reason = probe()
     if way is not None:
         return None
     return (f"Script nodes cannot run on this server: it cannot build the sandbox that shuts each script in "
             f"({reason}). An administrator installs Debian's bubblewrap package (apt-get install bubblewrap), "
             "allows user namespaces (sysctl user.max_user_namespaces above 0), then restarts the server.")
-
-
-sandbox_problem.cache_clear = _probe.cache_clear   # tests take bubblewrap away, then give it back
 
 
 # -- one script ----------------------------------------------------------------------------

@@ -70,16 +70,10 @@ def test_while_script_nodes_are_off_the_card_the_pane_and_the_run_say_so(student
     assert off not in details(student_client, tab) and "card-notice" not in student_client.get(f"/editor/{tab.pk}/").content.decode()
 
 
-def test_where_the_sandbox_cannot_be_built_the_card_and_the_pane_say_so(student_client, tab, monkeypatch):
-    from apps.runs import sandbox
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
-    sandbox.sandbox_problem.cache_clear()
+def test_where_the_sandbox_cannot_be_built_the_card_and_the_pane_say_so(student_client, tab, no_bubblewrap):
     ScriptNodes.objects.create(enabled=True)
-    try:
-        card = student_client.get(f"/editor/{tab.pk}/").content.decode().split('id="node-script"')[1].split("</article>")[0]
-        pane = details(student_client, tab)
-    finally:
-        sandbox.sandbox_problem.cache_clear()
+    card = student_client.get(f"/editor/{tab.pk}/").content.decode().split('id="node-script"')[1].split("</article>")[0]
+    pane = details(student_client, tab)
     assert "Script nodes cannot run on this server</p>" in card
     assert "it cannot build the sandbox that shuts each script in" in pane
 

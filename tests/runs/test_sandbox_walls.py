@@ -135,13 +135,8 @@ def test_a_script_cannot_make_a_user_namespace_of_its_own():
     assert result.stdout.split()[0] == "-1"
 
 
-def test_where_the_sandbox_cannot_be_built_scripts_do_not_run(monkeypatch):
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
-    sandbox.sandbox_problem.cache_clear()
-    try:
-        result = script("return 1")
-    finally:
-        sandbox.sandbox_problem.cache_clear()
+def test_where_the_sandbox_cannot_be_built_scripts_do_not_run(no_bubblewrap):
+    result = script("return 1")
     assert result.outputs == {}
     assert result.error.startswith("Script nodes cannot run on this server: it cannot build the sandbox")
     assert "bubblewrap (the bwrap command) is not installed" in result.error

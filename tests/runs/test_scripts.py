@@ -56,17 +56,7 @@ def test_the_ports_follow_the_port_counts_and_types():
     assert [p.name for p in node.output_ports({})] == ["out1"]
 
 
-@pytest.fixture
-def no_sandbox(monkeypatch):
-    """A machine where bubblewrap is missing."""
-    from apps.runs import sandbox
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
-    sandbox.sandbox_problem.cache_clear()
-    yield
-    sandbox.sandbox_problem.cache_clear()
-
-
-def test_where_the_sandbox_cannot_be_built_a_switched_on_script_does_not_run(student, monkeypatch, no_sandbox):
+def test_where_the_sandbox_cannot_be_built_a_switched_on_script_does_not_run(student, monkeypatch, no_bubblewrap):
     monkeypatch.setattr(conf, "SCRIPT_NODES", True)
     with pytest.raises(service.RunRefused) as refused:
         start(student)
@@ -78,7 +68,7 @@ def test_where_the_sandbox_cannot_be_built_a_switched_on_script_does_not_run(stu
     assert not Run.objects.exists()
 
 
-def test_the_admins_switch_says_why_scripts_cannot_run(admin_client, no_sandbox):
+def test_the_admins_switch_says_why_scripts_cannot_run(admin_client, no_bubblewrap):
     listed = admin_client.get("/admin/runs/scriptnodes/").content.decode()  # before the switch's row exists
     assert "bubblewrap (the bwrap command) is not installed" in listed
     switch = ScriptNodes.objects.create(enabled=True)

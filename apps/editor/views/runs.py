@@ -46,8 +46,8 @@ def run(request: HttpRequest, tab_id: int) -> HttpResponse:
     tab.save(update_fields=["last_run"])
     # A new run opens on the Inspector, but a tab of it the student chose (Training's live
     # curve, Backward) stays chosen.
-    keep = {} if PageState.posted(request).view == NODE_VIEW else {"view": PageState.posted(request).view}
-    return back(request, tab, run=str(started.id), **{"view": "", **keep})
+    chosen = PageState.posted(request).view
+    return back(request, tab, run=str(started.id), view="" if chosen == NODE_VIEW else chosen)
 
 
 @require_GET
@@ -100,8 +100,8 @@ def run_open(request: HttpRequest, run_id: UUID) -> HttpResponse:
 
 def _tab_of(user, run: Run) -> Tab | None:
     """An open tab of the student's that shows this run: the one it was started from, else one of its graph."""
-    mine = visible_to(Tab.objects, user)
-    started_in = mine.filter(pk=run.origin.removeprefix("tab:")).first() if run.origin.removeprefix("tab:").isdigit() else None
+    mine, tab_id = visible_to(Tab.objects, user), run.origin.removeprefix("tab:")
+    started_in = mine.filter(pk=tab_id).first() if tab_id.isdigit() else None
     if started_in is not None and started_in.shows(run):
         return started_in
     return mine.filter(graph_id=run.graph_id).first() if run.graph_id else None
