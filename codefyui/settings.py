@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "apps.stats",
     "apps.inspector",
     "apps.editor",
+    "apps.classes",
 ]
 
 MIDDLEWARE = [

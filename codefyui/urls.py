@@ -27,6 +27,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("editor/", include("apps.editor.urls")),
+    path("classes/", include("apps.classes.urls")),
     path("api/", include((api_patterns, "api"))),
 ]
 

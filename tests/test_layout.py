@@ -17,6 +17,7 @@ ALLOWED = {
     "inspector": {"graphs", "runs", "stats"},
     "editor": {"graphs", "runs", "stats", "inspector", "accounts"},
     "accounts": set(),
+    "classes": {"accounts", "graphs", "runs", "stats", "inspector", "editor"},
 }
 # The project package's modules that wire the apps together; the rest (settings, access,
 # api, conf, handler) import no app.
