@@ -53,7 +53,7 @@ def ours(text: str, timeout: float) -> dict:
         env = {**os.environ, "CODEFYUI_VAR_DIR": scratch, "OMP_NUM_THREADS": "1"}
         try:
             done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "rungraph", "--json", "--device", "cpu",
-                                   str(path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+                                   "--files", str(Path(scratch) / "files"), str(path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"status": "timeout"}
     try:

@@ -65,3 +65,22 @@ def test_validate_only_runs_nothing(graph_file):
 def test_bad_arguments_exit_2(graph_file):
     assert rungraph("missing.json")[0] == 2
     assert rungraph(graph_file(), "--seed", "abc")[0] == 2
+
+
+def test_file_nodes_use_the_folder_given_with_files(graph_file, tmp_path):
+    """Without --files a file node says the run has no file storage; with it, the file lands there."""
+    doc = {"nodes": [
+        {"id": "start", "type": "Start", "position": {"x": 0, "y": 0}, "data": {"params": {}}},
+        {"id": "model", "type": "SequentialModel", "position": {"x": 200, "y": 0},
+         "data": {"params": {"layers": '[{"type": "Linear", "in_features": 2, "out_features": 1}]'}}},
+        {"id": "save", "type": "ModelSaver", "position": {"x": 400, "y": 0}, "data": {"params": {"path": "tiny.pt"}}},
+    ], "edges": [
+        {"id": "t", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": "model", "targetHandle": ""},
+        {"id": "m", "source": "model", "sourceHandle": "model", "target": "save", "targetHandle": "model"},
+    ]}
+    path = graph_file(doc)
+    code, out, _ = rungraph(path, "--json")
+    assert code == 1 and "no file storage" in json.loads(out)["nodes"]["save"]["error"]
+    code, out, _ = rungraph(path, "--json", "--files", tmp_path / "files")
+    assert code == 0, out
+    assert (tmp_path / "files" / "tiny.pt").is_file()

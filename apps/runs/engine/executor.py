@@ -65,7 +65,7 @@ class RunOptions:
     max_parallel: int = field(default_factory=lambda: conf.MAX_PARALLEL_NODES)
     max_elements: int = field(default_factory=lambda: conf.MAX_TENSOR_ELEMENTS)
     timeout_s: float = field(default_factory=lambda: conf.RUN_TIMEOUT_S)
-    files_dir: str = ""              # the run owner's own files (My files); "" = none (the CLI)
+    files_dir: str = ""              # the run owner's own files (My files); "" = none (the CLI without --files)
     files_max_bytes: int = 0
     files_max_files: int = field(default_factory=lambda: conf.USER_FILES_MAX_FILES)
     scripts: bool = False            # script nodes are on on this server (an administrator's choice)

@@ -11,6 +11,7 @@ import orjson
 from django.core.management.base import BaseCommand, CommandParser
 
 from apps.graphs import document
+from codefyui import conf
 from apps.runs import service
 from apps.runs.engine import events as ev
 
@@ -30,8 +31,10 @@ class Command(BaseCommand):
         parser.add_argument("--device", help="cpu, cuda, cuda:N, mps or auto")
         parser.add_argument("--validate-only", action="store_true", help="check the graph, run nothing")
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
+        parser.add_argument("--files", metavar="FOLDER",
+                            help="the folder file nodes save to and load from (a student's My files on the server)")
 
-    def handle(self, *args, graph: str, json: bool, validate_only: bool, **opts) -> None:
+    def handle(self, *args, graph: str, json: bool, validate_only: bool, files: str | None, **opts) -> None:
         path = Path(graph)
         if not path.is_file():
             self._fail(f"No such graph file: {graph}", code=2)
@@ -39,6 +42,9 @@ class Command(BaseCommand):
             doc = document.load(path.read_bytes())
             overrides = {k: opts[k] for k in ("seed", "deterministic", "device") if opts.get(k) is not None}
             options = service.run_options(doc, overrides)
+            if files:
+                options.update(files_dir=str(Path(files).resolve()), files_max_bytes=conf.USER_FILES_MAX_MB * 2**20,
+                               files_max_files=conf.USER_FILES_MAX_FILES)
             planned = service.plan(doc)
         except (document.DocumentError, service.RunRefused) as exc:
             problems = getattr(exc, "problems", [str(exc)])
