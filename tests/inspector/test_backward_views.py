@@ -96,11 +96,11 @@ def test_a_rank_3_gradient_follows_the_chosen_slice(student_client, student):
                    ("BackwardOnce", {}))
     run = run_tab(student_client, tab, student)
     body = backward(student_client, tab, run, "n0", "&s.grad.tensor=1")
-    assert "showing [1, :, :]" in body
+    assert "showing the grid at dim 0 = 1" in body and "<code>[1, :, :]</code>" in body
     response = student_client.get(f"/editor/{tab.pk}/inspect/n0/row",
                                   {"run": run.pk, "node": "n0", "key": "grad.tensor", "s.grad.tensor": "1"})
     fragment = response.content.decode()
-    assert response.status_code == 200 and fragment.count("<article") == 1 and "showing [1, :, :]" in fragment
+    assert response.status_code == 200 and fragment.count("<article") == 1 and "showing the grid at dim 0 = 1" in fragment
     assert "health-" in fragment
 
 
