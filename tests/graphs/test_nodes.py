@@ -320,6 +320,19 @@ def test_print_writes_at_most_a_screenful_of_a_huge_value(ctx):
     assert len(ctx.logs[0]) < PRINT_LIMIT + 60 and ctx.logs[1] == "x" * PRINT_LIMIT + " … (cut at 4,000 characters)"
 
 
+def test_print_reads_optimizers_dicts_and_grad_fn_in_words(ctx):
+    """Issue 49 item 7: no raw Python repr a 14-year-old stumbles on; the notation stays where it teaches."""
+    model = torch.nn.Linear(2, 1)
+    run(ctx, "Print", value=torch.optim.Adam(model.parameters(), lr=0.01))
+    run(ctx, "Print", value={"final_train_loss": 0.123456789, "epochs": 3})
+    run(ctx, "Print", value=torch.tanh(model(torch.ones(1, 2))))
+    adam, metrics, tanh = ctx.logs
+    assert adam.startswith("Adam optimizer: learning rate 0.01, updates 2 weight tensors (betas (0.9, 0.999)")
+    assert "Parameter Group" not in adam and "amsgrad" not in adam
+    assert metrics == "final train loss = 0.123457 · epochs = 3"
+    assert "grad_fn=<TanhBackward0>" in tanh and "made by tanh, so Backward can send gradients back" in tanh
+
+
 def test_matmul_size_mismatch_names_both_shapes(ctx):
     with pytest.raises(NodeError, match=r"Size mismatch: cannot multiply \[2, 3\] by \[4, 5\]"):
         run(ctx, "MatMul", tensor_a=t(2, 3), tensor_b=t(4, 5))

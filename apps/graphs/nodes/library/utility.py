@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from ..base import NodeError, Param, Port, parse_int_list, register
-from ..reprs import short_repr
+from ..reprs import readable
 from ._helpers import (PAIR_IN, TENSOR_IN, TENSOR_OUT, LibraryNode, build_layer, check_dim,
                        numel, shape_of, shape_str, step, to_layer_dtype)
 
@@ -125,11 +125,10 @@ PRINT_LIMIT = 4000   # characters of a value Print writes: a run log row, not a 
 
 
 def printed(value) -> str:
-    """str(value), cut at PRINT_LIMIT characters: a million-item list would otherwise be
-    written whole (13 MB) into the run's log, its record and the student's page. A
-    container is formatted only that far (its str is its repr)."""
-    containers = (list, tuple, dict, set, frozenset)
-    text = short_repr(value, PRINT_LIMIT + 1) if isinstance(value, containers) else str(value)
+    """The value in words (reprs.readable), cut at PRINT_LIMIT characters: a million-item list
+    would otherwise be written whole (13 MB) into the run's log, its record and the student's
+    page. A container is formatted only that far."""
+    text = readable(value, PRINT_LIMIT + 1)
     return text if len(text) <= PRINT_LIMIT else f"{text[:PRINT_LIMIT]} … (cut at {PRINT_LIMIT:,} characters)"
 
 
