@@ -97,7 +97,7 @@ def read_upload(upload, what: str = "a graph (.json) file") -> bytes:
 def load_graph(raw: bytes, filename: str) -> dict[str, Any]:
     """A graph file's document, or ImportRefused naming every problem."""
     try:
-        return document.load(raw)
+        return document.placed_in_view(document.load(raw))
     except document.DocumentError as exc:
         raise ImportRefused(f"{filename} could not be imported: " + "; ".join(exc.problems)) from None
 
@@ -124,7 +124,7 @@ def _import_workspace(user, data: dict[str, Any], filename: str) -> list[Tab]:
     docs = []
     for i, entry in enumerate(entries):
         try:
-            docs.append((str(entry.get("title", "")), document.normalise(entry.get("graph"))))
+            docs.append((str(entry.get("title", "")), document.placed_in_view(document.normalise(entry.get("graph")))))
         except (document.DocumentError, AttributeError) as exc:
             problems = getattr(exc, "problems", ["not a tab"])
             raise ImportRefused(f"{filename}, tab {i + 1}: " + "; ".join(problems)) from None

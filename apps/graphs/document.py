@@ -201,6 +201,52 @@ def is_trigger(edge: dict[str, Any]) -> bool:
 
 # -- the parts ----------------------------------------------------------------------------
 
+VIEW_MARGIN = 40.0              # px between the canvas's edge and an imported graph
+COLUMN_STEP, ROW_STEP = 260.0, 140.0   # a laid-out graph's columns and rows
+
+
+def placed_in_view(doc: dict[str, Any]) -> dict[str, Any]:
+    """An imported document with every card on the canvas, in place. CodefyUI's canvas pans
+    to negative positions and ours starts at 0, 0: such a graph moves right and down as a
+    whole. A graph with no positions (project mode: every card at one spot) is laid out in
+    columns, each node one column right of the furthest node that feeds it."""
+    nodes = doc.get("nodes", [])
+    if not nodes:
+        return doc
+    spots = {(n["position"]["x"], n["position"]["y"]) for n in nodes}
+    if len(nodes) > 1 and len(spots) == 1:
+        _lay_out_in_columns(nodes, doc.get("edges", []))
+    dx = max(0.0, VIEW_MARGIN - min(n["position"]["x"] for n in nodes))
+    dy = max(0.0, VIEW_MARGIN - min(n["position"]["y"] for n in nodes))
+    if dx or dy:
+        for node in nodes:
+            node["position"] = {**node["position"], "x": node["position"]["x"] + dx, "y": node["position"]["y"] + dy}
+    return doc
+
+
+def _lay_out_in_columns(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> None:
+    ids = [n["id"] for n in nodes]
+    feeds: dict[str, list[str]] = {i: [] for i in ids}
+    waiting = dict.fromkeys(ids, 0)   # inputs not yet placed
+    for edge in edges:
+        if edge["source"] in feeds and edge["target"] in feeds and edge["source"] != edge["target"]:
+            feeds[edge["source"]].append(edge["target"])
+            waiting[edge["target"]] += 1
+    column = dict.fromkeys(ids, 0)    # a node on a cycle (Run refuses one) stays in the first column
+    ready = [i for i in ids if not waiting[i]]
+    while ready:
+        source = ready.pop()
+        for target in feeds[source]:
+            column[target] = max(column[target], column[source] + 1)
+            waiting[target] -= 1
+            if not waiting[target]:
+                ready.append(target)
+    rows: dict[int, int] = {}
+    for node in nodes:
+        row = rows[column[node["id"]]] = rows.get(column[node["id"]], -1) + 1
+        node["position"] = {**node["position"], "x": column[node["id"]] * COLUMN_STEP, "y": row * ROW_STEP}
+
+
 def _text(value: Any, path: str, problems: list[str]) -> str:
     if value is None:
         return ""

@@ -147,3 +147,21 @@ def test_any_json_either_loads_or_gets_a_document_error(raw):
             plan_run(doc)
         except (DraftGraph, InvalidGraph):
             pass
+
+
+def test_an_import_at_negative_positions_moves_onto_the_canvas_as_a_whole():
+    """Issue 49 item 10: CodefyUI's graphs sit at x = -150; ours start at 0 (under the sidebar otherwise)."""
+    doc = document.normalise({"nodes": [
+        {"id": "a", "type": "Start", "position": {"x": -150, "y": 200}, "data": {}},
+        {"id": "b", "type": "Print", "position": {"x": 50, "y": 10}, "data": {}}], "edges": []})
+    document.placed_in_view(doc)
+    assert [n["position"] for n in doc["nodes"]] == [{"x": 40.0, "y": 230.0}, {"x": 240.0, "y": 40.0}]
+
+
+def test_a_graph_without_positions_is_laid_out_in_columns_along_its_edges():
+    doc = document.normalise({"nodes": [{"id": i, "type": "Print", "data": {}} for i in "cab"], "edges": [
+        {"id": "1", "source": "a", "sourceHandle": "value", "target": "b", "targetHandle": "value"},
+        {"id": "2", "source": "b", "sourceHandle": "value", "target": "c", "targetHandle": "value"}]})
+    document.placed_in_view(doc)
+    assert {n["id"]: (n["position"]["x"], n["position"]["y"]) for n in doc["nodes"]} == {
+        "a": (40.0, 40.0), "b": (300.0, 40.0), "c": (560.0, 40.0)}
