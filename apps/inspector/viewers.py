@@ -322,6 +322,9 @@ def points_of(value: Any) -> list[tuple[float, float]]:
     return [(x, y) for x, y in t.tolist()]
 
 
+UNNAMED_POINTS = "#0, #1, … are the rows of points_2d in order: wire a list of words into labels to name them."
+
+
 def point_labels(labels: Any, n: int) -> list[str]:
     """Each point's name: its label, or "#i" for an unlabelled one (what the filter matches)."""
     given = [str(v) for v in labels] if isinstance(labels, (list, tuple)) else []
@@ -389,6 +392,7 @@ class Scatter:
     hidden: int = 0
     key: str = ""
     font: float = 10
+    legend: str = ""   # what the points' names mean, when they are numbers
 
     @property
     def footer(self) -> str:
@@ -413,7 +417,7 @@ def scatter(value: Any, labels: Any = None, *, width: float = INLINE_W, height: 
     cx, cy = centre if centre is not None else data_centre(points)
     scale = fit_scale(points, width, height) * zoom / 100
     out = Scatter(width=width, height=height, count=len(points), zoom=zoom, hidden=len(hidden), font=font,
-                  title=f"Embedding scatter of {len(points)} points")
+                  title=f"Embedding scatter of {len(points)} points", legend="" if given else UNNAMED_POINTS)
 
     def sx(x: float) -> float:
         return width / 2 + (x - cx) * scale
@@ -509,6 +513,7 @@ def scatter_data(value: Any, labels: Any = None) -> dict[str, Any]:
         "names": names, "tips": [n if given and not n.startswith("#") else f"pt {i}" for i, n in enumerate(names)],
         "palette": list(PALETTE), "nearest": NEAREST, "zoom_min": ZOOM_MIN, "zoom_max": ZOOM_MAX,
         "zoom_step": ZOOM_STEP, "fit_share": FIT_SHARE, "no_match": NO_MATCH, "footer": Scatter(count=len(points)).footer,
+        "legend": "" if given else UNNAMED_POINTS,
     }
 
 

@@ -51,6 +51,7 @@ def test_fv3_fv4_fv5_the_pages_without_javascript(student_client, tab, finished)
     scatter = get(student_client, f"/editor/{tab.pk}/viewer/scatter/?run={finished.pk}")
     assert "Nearest to view centre" in scatter and 'placeholder="Filter labels…"' in scatter
     assert scatter.count('class="centre-on"') == 40 and "40 points · 100% · 0 hidden" in scatter
+    assert "#0, #1, … are the rows of points_2d in order" in scatter   # its points are unnamed
     filtered = get(student_client, f"/editor/{tab.pk}/viewer/scatter/?run={finished.pk}&filter=%231&hidden=1,2&zoom=140")
     assert filtered.count('class="centre-on"') == 11 and "40 points · 140% · 2 hidden" in filtered and "Show all" in filtered
     none = get(student_client, f"/editor/{tab.pk}/viewer/scatter/?run={finished.pk}&filter=zzz")

@@ -81,3 +81,10 @@ def test_fv5_the_plotly_viewers_numbers_follow_the_same_rules():
     points = v.scatter_data(torch.tensor([[0.0, 1.0], [2.0, 3.0]]), ["cat"])
     assert points["names"] == ["cat", "#1"] and points["tips"] == ["cat", "pt 1"] and points["footer"] == "2 points · 100% · 0 hidden"
     assert v.scatter_data(torch.zeros(0, 2))["status"] == "No points to display"
+
+
+def test_a_scatter_of_unnamed_points_says_what_its_numbers_are():
+    """Issue 49 item 10: the labels #0–#39 come with a legend; named points need none."""
+    unnamed, named = v.scatter(torch.zeros(3, 2), inline=False), v.scatter(torch.zeros(1, 2), ["cat"], inline=False)
+    assert unnamed.legend.startswith("#0, #1, … are the rows of points_2d") and named.legend == ""
+    assert v.scatter_data(torch.zeros(2, 2))["legend"] == unnamed.legend and v.scatter_data(torch.zeros(1, 2), ["a"])["legend"] == ""
