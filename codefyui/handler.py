@@ -268,6 +268,10 @@ class _Turns:
         finally:
             self._next()
 
+    def queued(self) -> int:
+        """How many requests wait for a turn."""
+        return len(self._waiting)
+
     def _next(self) -> None:
         """A turn ended: the next waiting request takes it, or the thread has one fewer."""
         while self._waiting:

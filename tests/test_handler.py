@@ -21,7 +21,7 @@ from django.http import HttpRequest, StreamingHttpResponse
 from apps.accounts.models import ApiToken
 from codefyui import conf, heavy
 from codefyui.api import JSON_POLICY
-from codefyui.handler import SyncStackASGIHandler, max_body_bytes
+from codefyui.handler import SyncStackASGIHandler, max_body_bytes, request_turns
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -48,6 +48,14 @@ seen: list[tuple[int, int | None]] = []  # (thread, its database connection) as 
 
 def note_where(**_) -> None:
     seen.append((threading.get_ident(), id(connection.connection) if connection.connection else None))
+
+
+async def until(condition, timeout: float = 10.0) -> None:
+    """Let the event loop run until ``condition()`` holds (each pass yields to every ready task)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "timed out waiting"
+        await asyncio.sleep(0)
 
 
 async def get(app, path: str, headers: list | None = None) -> tuple[int, bytes]:
@@ -262,9 +270,9 @@ async def test_requests_take_the_thread_in_turns_across_senders(monkeypatch):
 
     monkeypatch.setattr(SyncStackASGIHandler, "_respond", noted)
     burst = [asyncio.ensure_future(get(app, "/login/", [(b"cookie", b"sessionid=script")])) for _ in range(6)]
-    await asyncio.sleep(0.1)
+    await until(lambda: request_turns().queued() == 4)   # two are handed to the thread
     student = asyncio.ensure_future(get(app, "/login/", [(b"cookie", b"theme=dark; sessionid=ada")]))
-    await asyncio.sleep(0.1)
+    await until(lambda: request_turns().queued() == 5)
     held.set()
     answers = await asyncio.gather(*burst, student)
     assert all(status == 200 for status, _ in answers)
@@ -287,9 +295,9 @@ async def socket_behind_a_scripts_burst(monkeypatch, socket, order: list) -> tup
 
     monkeypatch.setattr(SyncStackASGIHandler, "_respond", noted)
     burst = [asyncio.ensure_future(get(app, "/login/", [(b"cookie", b"sessionid=script")])) for _ in range(6)]
-    await asyncio.sleep(0.1)
+    await until(lambda: request_turns().queued() == 4)   # two are handed to the thread
     connecting = asyncio.ensure_future(socket.connect(timeout=10))
-    await asyncio.sleep(0.1)
+    await until(lambda: request_turns().queued() == 5)
     held.set()
     assert all(status == 200 for status, _ in await asyncio.gather(*burst))
     return await connecting
@@ -359,7 +367,7 @@ async def test_a_request_given_up_while_it_waits_takes_no_turn():
 
     go = asyncio.Event()
     tasks = {name: asyncio.ensure_future(request(name, go)) for name in ("a", "b", "c", "d")}
-    await asyncio.sleep(0.01)    # a and b hold the thread; c and d wait
+    await until(lambda: turns.queued() == 2)    # a and b hold the thread; c and d wait
     tasks["c"].cancel()
     go.set()
     await asyncio.gather(*tasks.values(), return_exceptions=True)
@@ -381,9 +389,10 @@ async def test_a_read_with_heavy_tensor_work_ahead_is_served_on_a_thread_of_its_
     class's other requests are served meanwhile, and the summary answers once it is done."""
     from apps.stats import cache as stats_cache
     path, auth = await stats_of(student, fresh_store, heavy.ELEMENTS)
-    summarise, release = stats_cache.summarise, threading.Event()
+    summarise, started, release = stats_cache.summarise, threading.Event(), threading.Event()
 
     def slow(value, **kwargs):
+        started.set()
         release.wait(5)
         return summarise(value, **kwargs)
 
@@ -393,7 +402,7 @@ async def test_a_read_with_heavy_tensor_work_ahead_is_served_on_a_thread_of_its_
     request_finished.connect(note_where)
     try:
         stats = asyncio.ensure_future(get(app, path, auth))
-        await asyncio.sleep(0.2)
+        await until(started.is_set)
         assert (await get(app, "/login/"))[0] == 200 and not stats.done()   # served while it computes
         release.set()
         status, body = await stats
