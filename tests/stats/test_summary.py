@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from apps.stats import summary
+from apps.stats import tables
 from apps.stats.summary import summarise
 
 from .conftest import TINY, tuning
@@ -288,7 +288,7 @@ def test_columns_and_plain_lists_are_tables_too():
 def test_wide_and_long_tables_are_bounded(monkeypatch):
     wide = summarise([{f"c{i}": i for i in range(70)}], **BIG)
     assert (wide["column_count"], wide["columns_truncated"], len(wide["columns"])) == (70, True, 64)
-    monkeypatch.setattr(summary, "TABLE_MAX_ROWS", 100)
+    monkeypatch.setattr(tables, "TABLE_MAX_ROWS", 100)
     long = summarise(list(range(1000)), **BIG)
     assert (long["rows"], long["sampled"], long["columns"][0]["count"]) == (1000, True, 100)
     assert long == summarise(list(range(1000)), **BIG)
