@@ -10,17 +10,17 @@ and never changes it.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Any, Callable, Hashable, Iterable
 
 import orjson
+from cachetools import LRUCache
 
 
 class ByContent:
     def __init__(self, function: Callable[..., Any], entries: int = 64, max_bytes: int = 256 * 1024):
-        self.function, self.entries, self.max_bytes = function, entries, max_bytes
-        self._results: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()   # key -> (document, result)
-        self._lock = threading.Lock()
+        self.function, self.max_bytes = function, max_bytes
+        self._results: LRUCache[tuple, tuple[Any, Any]] = LRUCache(maxsize=entries)   # key -> (document, result)
+        self._lock = threading.Lock()   # requests and readers share it, and an LRUCache's reads reorder it
 
     def __call__(self, doc: Any, *args: Hashable, depends: Iterable[Hashable] = ()) -> Any:
         """``function(doc, *args)``, or what it returned for a document of the same content with
@@ -33,8 +33,6 @@ class ByContent:
         key = (text, args, tuple(depends))
         with self._lock:
             found = self._results.get(key)
-            if found is not None:
-                self._results.move_to_end(key)
         # orjson writes NaN as null: the documents themselves must be equal too
         if found is not None and found[0] == doc:
             return found[1]
@@ -42,6 +40,4 @@ class ByContent:
         if len(text) <= self.max_bytes:
             with self._lock:
                 self._results[key] = (doc, result)
-                while len(self._results) > self.entries:
-                    self._results.popitem(last=False)
         return result

@@ -5,32 +5,34 @@ does not know)."""
 from __future__ import annotations
 
 import copy
-import functools
-import time
+import threading
 
+from cachetools import TTLCache
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
-from django.db import connections, router
 from django.db.models.signals import post_delete, post_save
 
 from .models import ApiToken
 
 REMEMBER_S = 10.0   # how long a token's user is remembered in this process
-REMEMBER_MAX = 4096  # tokens remembered at once (a school's accounts; past it, start afresh)
+REMEMBER_MAX = 4096  # tokens remembered at once (a school's accounts); past it, the least recently used go
 
-# digest -> (user, monotonic time it was read). A script that waits on its runs makes two
-# requests a run, and the token's lookup was most of a small request's cost. A change to a
-# token or a user forgets that user's tokens in this process at once (a login saves the
-# user too: forgetting everyone's then would cost every student a lookup); another server
-# process, or a bulk update that sends no signal, is read within REMEMBER_S.
-_remembered: dict[str, tuple[object, float]] = {}
+# digest -> user. A script that waits on its runs makes two requests a run, and the token's
+# lookup was most of a small request's cost. A change to a token or a user forgets that
+# user's tokens in this process at once (a login saves the user too: forgetting everyone's
+# then would cost every student a lookup); another server process, or a bulk update that
+# sends no signal, is read within REMEMBER_S. cachetools' caches are not thread-safe: every
+# use holds the lock (requests, the event loop's ``remembered`` and the signals share it).
+_remembered: TTLCache[str, object] = TTLCache(maxsize=REMEMBER_MAX, ttl=REMEMBER_S)
+_lock = threading.Lock()
 
 
 def forget_tokens(sender, instance, **_) -> None:
     user_id = instance.user_id if sender is ApiToken else instance.pk
-    for digest, (user, _) in list(_remembered.items()):   # a copy: a request may remember a token meanwhile
-        if user.pk == user_id:
-            _remembered.pop(digest, None)
+    with _lock:
+        # listing the values touches each (TTLCache is an LRU too): harmless, its order is their age
+        for digest in [digest for digest, user in _remembered.items() if user.pk == user_id]:
+            _remembered.pop(digest, None)   # pop, not del: it may have expired since it was listed
 
 
 for _sender in (ApiToken, get_user_model()):  # a token replaced or deleted, a user changed or deleted
@@ -45,13 +47,14 @@ class ApiTokenBackend(ModelBackend):
         digest = ApiToken.hash(api_token)
         user = _recalled(digest)
         if user is None:
-            user = _token_user(digest)
-            if user is None or not self.user_can_authenticate(user):
-                _remembered.pop(digest, None)
+            try:
+                user = ApiToken.objects.select_related("user").get(digest=digest).user
+            except ApiToken.DoesNotExist:
                 return None
-            if len(_remembered) >= REMEMBER_MAX:
-                _remembered.clear()
-            _remembered[digest] = (user, time.monotonic())
+            if not self.user_can_authenticate(user):
+                return None
+            with _lock:
+                _remembered[digest] = user
         return copy.copy(user)  # each request its own instance: views may set attributes on it
 
     def remembered(self, api_token: str):
@@ -62,42 +65,5 @@ class ApiTokenBackend(ModelBackend):
 
 
 def _recalled(digest: str):
-    user, read_at = _remembered.get(digest, (None, 0.0))
-    return user if user is not None and time.monotonic() - read_at <= REMEMBER_S else None
-
-
-def _token_user(digest: str):
-    """The user whose token has this digest, or None: one statement, made once, its row made a
-    user as the ORM's compiler makes one (each column through its converters). Through the ORM
-    (``ApiToken.objects.select_related("user").get(digest=...)``) this cost ~0.3 ms, ten times
-    what the database took, and through a RawQuerySet ~75 µs against ~25 µs: a class's first
-    requests of a burst paid it on Django's one request thread."""
-    user_model = get_user_model()
-    connection = connections[router.db_for_read(user_model)]
-    sql, names, columns = _token_user_query(connection.alias)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [digest])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    values = list(row)
-    for i, column, converters in columns:
-        for convert in converters:
-            values[i] = convert(values[i], column, connection)
-    return user_model.from_db(connection.alias, names, values)
-
-
-@functools.cache
-def _token_user_query(alias: str) -> tuple[str, list[str], list[tuple]]:
-    """The SQL that finds a token's user, the fields its columns fill, and (index, column,
-    converters) for each column that has converters on this database."""
-    connection, user, token = connections[alias], get_user_model()._meta, ApiToken._meta
-    quote = connection.ops.quote_name
-    columns = [field.get_col("u") for field in user.concrete_fields]
-    sql = (f"SELECT {', '.join(f'u.{quote(column.target.column)}' for column in columns)} "
-           f"FROM {quote(user.db_table)} u JOIN {quote(token.db_table)} t "
-           f"ON t.{quote(token.get_field('user').column)} = u.{quote(user.pk.column)} "
-           f"WHERE t.{quote(token.get_field('digest').column)} = %s")
-    converted = [(i, column, converters) for i, column in enumerate(columns)
-                 if (converters := connection.ops.get_db_converters(column) + column.target.get_db_converters(connection))]
-    return sql, [column.target.attname for column in columns], converted
+    with _lock:
+        return _remembered.get(digest)

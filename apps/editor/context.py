@@ -3,11 +3,11 @@ Templates only lay this out; decisions live here or in the pure modules it calls
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import replace
 from itertools import islice
 from typing import Any
 
+from cachetools import LRUCache
 from django.db.models import Q
 from django.template.defaultfilters import filesizeformat, pluralize
 from django.template.loader import render_to_string
@@ -305,9 +305,8 @@ def server_usage() -> dict[str, Any]:
     ]}
 
 
-_PALETTES: OrderedDict[tuple, tuple[list, str]] = OrderedDict()   # key -> (the entries, kept alive; their HTML)
-_PALETTES_KEPT = 16
-_palettes_lock = threading.Lock()
+_PALETTES: LRUCache[tuple, tuple[list, str]] = LRUCache(maxsize=16)   # key -> (the entries, kept alive; their HTML)
+_palettes_lock = threading.Lock()   # LRUCache's reads reorder it: every use holds this
 
 
 def palette_html(categories: list[tuple[str, list]], tooltips: bool) -> str:
@@ -319,14 +318,11 @@ def palette_html(categories: list[tuple[str, list]], tooltips: bool) -> str:
     key = (bool(tooltips), tuple((name, tuple(map(id, entries))) for name, entries in categories))
     with _palettes_lock:
         if (kept := _PALETTES.get(key)) is not None:
-            _PALETTES.move_to_end(key)
             return kept[1]
     html = mark_safe(render_to_string("editor/_palette.html", {"categories": categories,
                                                                  "prefs": {"tooltips": bool(tooltips)}}))
     with _palettes_lock:
         _PALETTES[key] = (categories, html)
-        while len(_PALETTES) > _PALETTES_KEPT:
-            _PALETTES.popitem(last=False)
     return html
 
 

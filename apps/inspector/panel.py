@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from cachetools import LRUCache
 
 from apps.graphs import document, edits, segments, subgraphs
 from apps.graphs.nodes.base import PORT_COLOURS
@@ -131,36 +131,27 @@ def _view(ins: Inspection, row: Row, compare: Row | None = None, magnitude: bool
     serial = ins.serials.get((row.producer, row.port))
     against = ins.serials.get((compare.producer, compare.port)) if compare else None
     key = (ins.run_id, serial, tuple(index or ()), offset, against, magnitude)
-    if serial is not None and (hit := _VIEWS.get(key)) is not None:
+    if serial is not None and (hit := _kept_view(key)) is not None:
         return hit
     heavy.ahead_of(row.state.value, compare.state.value if compare else None)
     made = view(row.state.value, index, offset, compare.state.value if compare else None, magnitude)
     if serial is not None:
-        _VIEWS.put(key, made)
+        _keep_view(key, made)
     return made
 
 
-class _ViewCache:
-    """A small LRU of rendered value views (a class looking at one run asks for the same grid)."""
-
-    def __init__(self, size: int = 128):
-        self.size, self._items, self._lock = size, OrderedDict(), threading.Lock()
-
-    def get(self, key):
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        return None
-
-    def put(self, key, value) -> None:
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+_VIEWS: LRUCache = LRUCache(maxsize=128)   # rendered value views: a class looking at one run asks for the same grid
+_views_lock = threading.Lock()   # views are made on several threads, and an LRUCache's reads reorder it
 
 
-_VIEWS = _ViewCache()
+def _kept_view(key):
+    with _views_lock:
+        return _VIEWS.get(key)
+
+
+def _keep_view(key, made) -> None:
+    with _views_lock:
+        _VIEWS[key] = made
 
 
 def segment_view(ins: Inspection, group: dict[str, Any]) -> dict[str, Any]:
@@ -200,13 +191,13 @@ def card_picture(ins: Inspection, node: dict[str, Any]) -> Picture | None:
     if serial is None:
         return None
     key = ("picture", ins.run_id, serial)
-    if (hit := _VIEWS.get(key)) is None:
+    if (hit := _kept_view(key)) is None:
         heavy.ahead_of(value)
         hit = picture(value) or False   # False: looked at, nothing to draw
         if hit:
             hit.key = f"{ins.run_id}-{serial}"
             hit.run, hit.node, hit.port = ins.run_id, producer, inner
-        _VIEWS.put(key, hit)
+        _keep_view(key, hit)
     return hit or None
 
 
@@ -222,11 +213,11 @@ def _viewer_picture(ins: Inspection, node: dict[str, Any], spec: viewers.ViewerS
     params = edits.params_of(node)
     key = ("viewer", ins.run_id, serial, *(ins.serials.get((node["id"], p)) for p in found),
            str(params.get("colormap", "")))
-    if (hit := _VIEWS.get(key)) is None:
+    if (hit := _kept_view(key)) is None:
         heavy.ahead_of(value)
         hit = viewers.card_picture(spec, value, labels.get(spec.rows), labels.get(spec.cols), params)
         hit.key = f"{ins.run_id}-{'-'.join(str(k) for k in key[2:])}"
-        _VIEWS.put(key, hit)
+        _keep_view(key, hit)
     return hit
 
 
@@ -346,9 +337,9 @@ class Training(InspectorTab):
             serial = ins.serials.get((ins.node_id, f"__epoch{chosen}"))
             for name, tensor in snapshot.value["weights"].items():
                 key = ("epoch", ins.run_id, serial, name)
-                if (made := _VIEWS.get(key)) is None:
+                if (made := _kept_view(key)) is None:
                     heavy.ahead_of(tensor)
-                    _VIEWS.put(key, made := view(tensor))
+                    _keep_view(key, made := view(tensor))
                 weights.append({"name": name, "view": made})
         return {"state": state, "node": ins.node_id, "summary": training.summary(progress),
                 "bar": progress_line(progress), "parameters": training.parameter_rows(progress.get("config", {})),

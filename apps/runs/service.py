@@ -16,10 +16,10 @@ import os
 import re
 import threading
 import time
-from collections import OrderedDict
 from datetime import datetime, timezone as dt_timezone
 from typing import Any, Callable, Collection
 
+from cachetools import FIFOCache
 from django.db import close_old_connections, connections, transaction
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
@@ -29,7 +29,7 @@ from apps.graphs.document import run_settings, seed_value
 from apps.graphs.models import PackSwitch
 from apps.graphs.nodes.base import registry
 from apps.graphs.nodes.packs import installed, pack_name
-from codefyui import conf, rows
+from codefyui import conf
 from codefyui.fairqueue import FairQueue
 from codefyui.memo import ByContent
 
@@ -162,7 +162,7 @@ class _Scheduler:
     def __init__(self) -> None:
         self.queue = FairQueue()
         self.live: dict[str, _LiveRun] = {}
-        self.ended: OrderedDict[str, Run] = OrderedDict()   # the last ENDED_KEPT runs ended here, as written
+        self.ended, self.ended_lock = FIFOCache(maxsize=ENDED_KEPT), threading.Lock()   # the last runs ended here
         self.computing = 0
         self.lock = threading.RLock()
         self.executor: workers.WorkerPool | workers.InProcessExecutor = workers.InProcessExecutor(self.dispatch)
@@ -205,10 +205,8 @@ class _Scheduler:
         if live is not None:
             live.recorder.flush()  # anything after the ending (its row is written already)
             ended = live.snapshot()   # the row as written last
-            with self.lock:
+            with self.ended_lock:
                 self.ended[live.job.run_id] = ended
-                while len(self.ended) > ENDED_KEPT:
-                    self.ended.popitem(last=False)
             live.wake_waiters()
         close_old_connections()
         self.dispatch()
@@ -300,8 +298,8 @@ def start_run(user, doc: dict[str, Any], graph=None, overrides: dict[str, Any] |
         raise RunRefused([f"You already have {limit} runs waiting in the queue "
                           f"(CODEFYUI_MAX_QUEUED_RUNS_PER_USER is {limit}). Wait until one of them starts, "
                           "or stop one, then run again."])
-    run = rows.insert(Run(owner=user, graph=graph, options=options, origin=origin,
-                          graph_name=(graph.name if graph else doc.get("name", ""))[:200]))
+    run = Run.objects.create(owner=user, graph=graph, options=options, origin=origin,
+                             graph_name=(graph.name if graph else doc.get("name", ""))[:200])
     transaction.on_commit(lambda: _enqueue(run, planned, options, weights_scope or (
         f"graph-{graph.pk}" if graph else ""), scripts))
     return run
@@ -365,9 +363,9 @@ def current(run: Run) -> Run:
 def node_states(run_id) -> dict[str, dict[str, Any]] | None:
     """Each node's status in a run this process runs now or ended lately, without reading
     the database (None for any other run): a run's socket rolls a block's badge up from
-    it for every event of a node inside the block. Called on the event loop, so it takes no
-    lock (the scheduler's is held while a job is sent, a recorder's while its row is
-    written): a dict's lookup and copy are each atomic under the GIL."""
+    it for every event of a node inside the block. Called on the event loop: it takes only the
+    ended runs' brief lock, not the scheduler's (held while a job is sent) nor a recorder's
+    (while its row is written); a dict's lookup and copy are each atomic under the GIL."""
     held = _held(run_id)
     return None if held is None else dict(held[0])
 
@@ -381,9 +379,10 @@ def log_length(run_id) -> int | None:
 def _held(run_id) -> tuple[dict[str, dict[str, Any]], list] | None:
     """The nodes and log of a run this process runs now (its recorder's) or ended lately."""
     key = str(run_id)
-    live, ended = _runs.live.get(key), _runs.ended.get(key)
-    if live is not None:
+    if (live := _runs.live.get(key)) is not None:
         return live.recorder.nodes, live.recorder.log
+    with _runs.ended_lock:
+        ended = _runs.ended.get(key)
     return (ended.nodes or {}, ended.log or []) if ended is not None else None
 
 
@@ -401,16 +400,17 @@ def known_run(user, run_id) -> Run | None:
 
 def ended_run(user, run_id: str) -> Run | None:
     """A run of the user's among the last ENDED_KEPT this process ended (its row as written
-    last), else None. Takes no lock, so the event loop may ask: a dict's lookup is atomic
-    under the GIL, and a kept run is never changed, only copied."""
-    ended = _runs.ended.get(run_id)
+    last), else None. The event loop may ask: those runs have a lock of their own, held only to
+    look one up or keep one, and a kept run is never changed, only copied."""
+    with _runs.ended_lock:
+        ended = _runs.ended.get(run_id)
     return copy.copy(ended) if ended is not None and ended.owner_id == user.pk else None
 
 
 @receiver(post_delete, sender=Run, dispatch_uid="forget-ended-run")
 def _forget_ended(sender, instance: Run, **kwargs) -> None:
     """A deleted run (the Runs panel, the API, the admin, its owner's account) is not known here any more."""
-    with _runs.lock:
+    with _runs.ended_lock:
         _runs.ended.pop(str(instance.pk), None)
 
 
@@ -583,7 +583,7 @@ class _Recorder:
         return False
 
     def _write(self) -> None:
-        rows.update(Run, self.run_id, nodes=self.nodes, log=self.log, **self.fields)
+        Run.objects.filter(pk=self.run_id).update(nodes=self.nodes, log=self.log, **self.fields)
         self._dirty, self._written = False, time.monotonic()
 
     def flush(self) -> None:

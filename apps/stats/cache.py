@@ -1,4 +1,4 @@
-"""Computed summaries: a byte-bounded LRU, computed once however many ask at the same time.
+"""Computed summaries: a byte-bounded LRU (cachetools), computed once however many ask at the same time.
 
 Keys are ``(run_id, node_id, port, serial)``: the capture's write serial changes whenever a
 port is written again (a loop node), so an overwritten port is summarised afresh and its
@@ -19,11 +19,11 @@ the error, and the next request tries again.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
 import orjson
+from cachetools import LRUCache
 
 from codefyui import conf, heavy
 
@@ -37,16 +37,16 @@ _workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="codefyui-stats"
 
 class SummaryCache:
     def __init__(self, max_bytes: int | None = None, pool: ThreadPoolExecutor | None = None):
-        self._max_bytes = max_bytes
-        self._entries: OrderedDict[Key, tuple[dict, int]] = OrderedDict()   # least recently used first
-        self._bytes = 0
+        budget = conf.STATS_CACHE_MAX_BYTES if max_bytes is None else max_bytes
+        # key -> (summary, its bytes): cachetools counts the bytes and drops the least recently used
+        self._entries: LRUCache[Key, tuple[dict, int]] = LRUCache(maxsize=budget, getsizeof=lambda entry: entry[1])
         self._pending: dict[Key, Future] = {}
         self._lock = threading.RLock()   # re-entrant: a done callback may run inside get()
         self._pool = pool or _workers
 
     @property
     def max_bytes(self) -> int:
-        return conf.STATS_CACHE_MAX_BYTES if self._max_bytes is None else self._max_bytes
+        return self._entries.maxsize
 
     def get(self, key: Key, compute: Callable[[], dict], elements: int = 0) -> dict:
         """The cached summary for ``key``, computing it (once) when missing. Treat it as read-only.
@@ -55,7 +55,6 @@ class SummaryCache:
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
-                self._entries.move_to_end(key)
                 return entry[0]
             future = self._pending.get(key)
             if future is None:
@@ -77,10 +76,6 @@ class SummaryCache:
         if size > self.max_bytes or key in self._entries:
             return   # bigger than the whole budget: answered, not kept
         self._entries[key] = (summary, size)
-        self._bytes += size
-        while self._bytes > self.max_bytes:
-            _, (_, dropped) = self._entries.popitem(last=False)
-            self._bytes -= dropped
 
     def __contains__(self, key: Key) -> bool:
         with self._lock:
@@ -88,12 +83,11 @@ class SummaryCache:
 
     def usage(self) -> dict[str, int]:
         with self._lock:
-            return {"entries": len(self._entries), "bytes": self._bytes, "max_bytes": self.max_bytes}
+            return {"entries": len(self._entries), "bytes": self._entries.currsize, "max_bytes": self.max_bytes}
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
-            self._bytes = 0
 
 
 _cache: SummaryCache | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from cachetools import FIFOCache, TTLCache
 from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -81,6 +82,24 @@ def test_another_students_change_keeps_this_students_token_remembered(client, st
     assert digest in backends._remembered
     student.save()
     assert digest not in backends._remembered
+
+
+def test_remembered_tokens_age_out_one_by_one(student, stranger, monkeypatch):
+    """Past its bound the least recently used token is forgotten, not every one; past its time
+    a token's user is read again."""
+    from apps.accounts import backends
+    now = [0.0]
+    monkeypatch.setattr(backends, "_remembered", TTLCache(maxsize=1, ttl=backends.REMEMBER_S, timer=lambda: now[0]))
+    mine, theirs = ApiToken.issue(student), ApiToken.issue(stranger)
+    backend = backends.ApiTokenBackend()
+    assert backend.authenticate(None, api_token=mine).pk == student.pk and backend.remembered(mine).pk == student.pk
+    assert backend.authenticate(None, api_token=theirs).pk == stranger.pk
+    assert backend.remembered(mine) is None and backend.remembered(theirs).pk == stranger.pk
+    now[0] += backends.REMEMBER_S + 0.1
+    assert backend.remembered(theirs) is None
+    with CaptureQueriesContext(connection) as queries:
+        assert backend.authenticate(None, api_token=theirs).pk == stranger.pk
+    assert len(queries) == 1
 
 
 def test_a_graph_is_created_read_and_listed_for_its_owner_only(student_client, client, stranger, walkthrough):
@@ -194,7 +213,7 @@ def run_reads(client, run_id) -> tuple[dict, int]:
 def test_a_run_this_server_ended_is_answered_without_reading_its_row(student_client, graph, monkeypatch):
     """What ?wait= answers most often: the row this process wrote last, kept in memory for the
     last ENDED_KEPT runs; the same answer as the row, and gone once the row is deleted."""
-    monkeypatch.setattr(service, "ENDED_KEPT", 1)
+    monkeypatch.setattr(service._runs, "ended", FIFOCache(maxsize=1))   # the last ENDED_KEPT: here 1
     first, second = (post(student_client, "/api/runs", {"graph": graph.pk}).json()["run_id"] for _ in range(2))
     service.wait_for(first)
     service.wait_for(second)

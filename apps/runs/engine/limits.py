@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 import torch
+from cachetools import LRUCache
 from torch.utils import _python_dispatch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -37,8 +39,9 @@ from apps.graphs.nodes.base import NodeError
 
 META = torch.device("meta")
 _UNKNOWN = object()    # the op cannot run on meta: check its real result
-_MEMO_SIZE = 8192      # distinct (op, argument shapes) answers remembered in this process
-_memo: dict[tuple, Any] = {}
+# (op, argument shapes) -> its largest result's shape, for the last 8192 asked in this process
+_memo: LRUCache[tuple, Any] = LRUCache(maxsize=8192)
+_memo_lock = threading.Lock()   # a run's node chains share it, and an LRUCache's reads reorder it
 
 
 class TooManyElements(NodeError):
@@ -117,7 +120,8 @@ def _largest_result(func, args: tuple, kwargs: dict[str, Any]) -> Any:
     """The shape of the op's largest result, from a meta run (remembered), or _UNKNOWN."""
     key = (func, _describe(args), *[(k, _describe(v)) for k, v in kwargs.items()])
     try:
-        known = _memo.get(key)
+        with _memo_lock:
+            known = _memo.get(key)
     except TypeError:  # an argument that cannot be a key: work it out without remembering
         key = known = None
     if known is not None:
@@ -133,9 +137,8 @@ def _largest_result(func, args: tuple, kwargs: dict[str, Any]) -> Any:
     except Exception as exc:  # data-dependent, no meta kernel, or an error the real op reports better
         shape = _overflowed(exc)
     if key is not None:
-        if len(_memo) >= _MEMO_SIZE:
-            _memo.clear()
-        _memo[key] = shape
+        with _memo_lock:
+            _memo[key] = shape
     return shape
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections import OrderedDict
 from typing import Any, Callable
 
 import torch
+from cachetools import LRUCache
 
 
 def structure_hash(type_key: str, params: dict[str, Any]) -> str:
@@ -20,9 +20,9 @@ def structure_hash(type_key: str, params: dict[str, Any]) -> str:
 
 class WeightStore:
     def __init__(self, max_modules: int = 200):
-        self.max_modules = max_modules
-        self._modules: OrderedDict[tuple[str, str, str], torch.nn.Module] = OrderedDict()
-        self._lock = threading.Lock()
+        # (scope, node, structure) -> module, the least recently used dropped past max_modules
+        self._modules: LRUCache[tuple[str, str, str], torch.nn.Module] = LRUCache(maxsize=max_modules)
+        self._lock = threading.Lock()   # runs' threads share it, and an LRUCache's reads reorder it
 
     def get_or_build(self, scope: str, node_id: str, structure: str,
                      build: Callable[[], torch.nn.Module]) -> tuple[torch.nn.Module, bool]:
@@ -31,15 +31,12 @@ class WeightStore:
         with self._lock:
             module = self._modules.get(key)
             if module is not None:
-                self._modules.move_to_end(key)
                 return module, True
             for old in [k for k in self._modules if k[:2] == (scope, node_id)]:
                 del self._modules[old]
         module = build()
         with self._lock:
             self._modules[key] = module
-            while len(self._modules) > self.max_modules:
-                self._modules.popitem(last=False)
         return module, False
 
     def reset(self, scope: str) -> int:
@@ -51,9 +48,10 @@ class WeightStore:
             return len(keys)
 
     def entries(self, scope: str) -> list[tuple[tuple[str, str, str], torch.nn.Module]]:
-        """The kept layers of one tab, for a run worker to continue from."""
+        """The kept layers of one tab, for a run worker to continue from (a use: they become the
+        most recently used; the other tabs' keep their order)."""
         with self._lock:
-            return [(k, m) for k, m in self._modules.items() if k[0] == scope]
+            return [(k, self._modules[k]) for k in [k for k in self._modules if k[0] == scope]]
 
     def replace(self, scope: str, entries: list[tuple[tuple[str, str, str], torch.nn.Module]]) -> None:
         """Keep exactly these layers for the tab (what its last run ended with)."""
@@ -62,8 +60,6 @@ class WeightStore:
                 del self._modules[key]
             for key, module in entries:
                 self._modules[key] = module
-            while len(self._modules) > self.max_modules:
-                self._modules.popitem(last=False)
 
     def count(self, scope: str) -> int:
         with self._lock:
