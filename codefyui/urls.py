@@ -9,11 +9,14 @@ from apps.graphs import api as graphs_api
 from apps.runs import api as runs_api
 
 # The JSON API, named in the ``api`` namespace (``api:run``).
+from apps.runs import python_api
 api_patterns = [
     path("graphs", graphs_api.graphs, name="graphs"),
     path("graphs/<int:pk>", graphs_api.graph_detail, name="graph"),
     path("runs", runs_api.runs, name="runs"),
     path("runs/<uuid:run_id>", runs_api.run_detail, name="run"),
+    path("graphs/<int:pk>/python", python_api.graph_python, name="graph-python"),
+    path("graphs/python", python_api.document_python, name="document-python"),
     path("runs/<uuid:run_id>/cancel", runs_api.run_cancel, name="run-cancel"),
     path("health", editor_api.health, name="health"),
     path("execution/outputs/", include("apps.inspector.api_urls")),

@@ -1,8 +1,8 @@
 """The editor's routes, named in the ``editor`` namespace (``editor:run``)."""
 from django.urls import path
 
-from .views import (details, downloads, edges, files, inspector, layers, nodes, packs, page, runs, segments,
-                    settings, stylesheet, tabs, viewers)
+from .views import (details, downloads, edges, files, inspector, layers, nodes, packs, page, python, runs,
+                    segments, settings, stylesheet, tabs, viewers)
 
 app_name = "editor"
 
@@ -44,6 +44,8 @@ urlpatterns = [
     path("<int:tab_id>/weights/reset", settings.weights_reset, name="weights-reset"),
     path("<int:tab_id>/run", runs.run, name="run"),
     path("<int:tab_id>/runs", runs.runs_body, name="runs-body"),
+    path("<int:tab_id>/python", python.tab_python, name="python"),
+    path("<int:tab_id>/python/download", python.tab_python_download, name="python-download"),
     path("<int:tab_id>/layout", nodes.layout, name="layout"),
     path("<int:tab_id>/nodes/add", nodes.node_add, name="node-add"),
     path("<int:tab_id>/nodes/delete", nodes.nodes_delete, name="nodes-delete"),

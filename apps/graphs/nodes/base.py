@@ -216,10 +216,21 @@ class Node(ABC):
     reports_training: ClassVar[bool] = False  # trains a model and reports its progress: the Training pane
     reports_progress: ClassVar[bool] = False  # a long loop reporting step/of or item/items: its card's bar
     script: ClassVar[bool] = False        # runs a student's code: only where script nodes are on
+    python: ClassVar[str | None] = None   # the node as one PyTorch expression ("torch.softmax({tensor}, dim={dim})")
 
     @abstractmethod
     def run(self, ctx: RunContext, params: dict[str, Any], **inputs: Any) -> dict[str, Any]:
         """Compute this node's outputs, keyed by output port name, from its inputs."""
+
+    @classmethod
+    def to_python(cls, code: Any, params: dict[str, Any], **inputs: str) -> dict[str, str] | None:
+        """The plain PyTorch this node computes, written with ``code`` (``nodes/python.NodeCode``;
+        inputs are variable names): the variable each output port is in, or None where the node
+        has no translation (the script then runs it with CodefyUI's engine). The default reads
+        ``python``; a node whose code is more than one expression overrides this."""
+        if cls.python is None:
+            return None
+        return {cls.outputs[0].name: code.value(code.fill(cls.python, params, inputs), cls.type)}
 
     @classmethod
     def shown_name(cls) -> str:

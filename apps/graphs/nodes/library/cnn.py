@@ -47,6 +47,12 @@ def _largest_windowed(params: dict, inputs: dict, channels: int | None = None) -
     return max(shape, result, key=math.prod)
 
 
+def _conv_args(params: dict) -> str:
+    """A convolution's settings as its script writes them."""
+    return (f"{params['in_channels']!r}, {params['out_channels']!r}, kernel_size={params['kernel_size']!r}, "
+            f"stride={params['stride']!r}, padding={params['padding']!r}")
+
+
 def _kernel_params(in_ch: int, out_ch: int, kernel: int, stride: int, padding: int) -> tuple:
     return (
         Param("in_channels", "int", in_ch, "Channels of the input (1 grey, 3 colour)", min=1),
@@ -76,6 +82,12 @@ class Conv2d(LibraryNode):
     params = _kernel_params(1, 32, 3, 1, 1)
     stateful = True
     records_steps = True
+
+    @classmethod
+    def to_python(cls, code, params, tensor):
+        code.reseed()
+        layer = code.value(f"nn.{cls.type}({_conv_args(params)})", "conv_layer")
+        return {"tensor": code.value(f"{layer}({tensor})", "conv")}
 
     @classmethod
     def largest_shape(cls, params, inputs):
@@ -123,6 +135,12 @@ class ConvTranspose2d(LibraryNode):
     )
     stateful = True
 
+    @classmethod
+    def to_python(cls, code, params, tensor):
+        code.reseed()
+        layer = code.value(f"nn.{cls.type}({_conv_args(params)}, output_padding={params['output_padding']!r})", "conv_layer")
+        return {"tensor": code.value(f"{layer}({tensor})", "conv")}
+
     def run(self, ctx, params, tensor):
         x = _image(tensor, "ConvTranspose2d")
         c_in, c_out, k = params["in_channels"], params["out_channels"], params["kernel_size"]
@@ -145,6 +163,12 @@ class _Pool(LibraryNode):
     inputs = TENSOR_IN
     outputs = TENSOR_OUT
     pool = staticmethod(F.max_pool2d)
+
+    @classmethod
+    def to_python(cls, code, params, tensor):
+        padding = f", padding={params['padding']!r}" if params.get("padding") else ""
+        return {"tensor": code.value(f"F.{cls.pool.__name__}({tensor}, kernel_size={params['kernel_size']!r}, "
+                                     f"stride={params['stride']!r}{padding})", "pooled")}
 
     @classmethod
     def largest_shape(cls, params, inputs):
@@ -216,6 +240,7 @@ class AdaptiveAvgPool2d(LibraryNode):
         Param("output_height", "int", 1, "Height of the result", min=1),
         Param("output_width", "int", 1, "Width of the result", min=1),
     )
+    python = "F.adaptive_avg_pool2d({tensor}, ({output_height}, {output_width}))"
 
     def run(self, ctx, params, tensor):
         x = as_float(_image(tensor, "AdaptiveAvgPool2d"))
@@ -240,6 +265,12 @@ ACTIVATIONS = {
     # starting slope 0.25 (a leaky ReLU that keeps a quarter of each negative number).
     "prelu": lambda x: F.prelu(x, torch.tensor([0.25], dtype=x.dtype, device=x.device)),
 }
+ACTIVATION_CODE = {   # the same functions, as the script writes them
+    "relu": "F.relu({x})", "sigmoid": "torch.sigmoid({x})", "tanh": "torch.tanh({x})",
+    "leaky_relu": "F.leaky_relu({x})", "elu": "F.elu({x})", "gelu": "F.gelu({x})", "silu": "F.silu({x})",
+    "mish": "F.mish({x})", "selu": "F.selu({x})", "softmax": "torch.softmax({x}, dim=-1)",
+    "hardswish": "F.hardswish({x})", "prelu": "F.prelu({x}, torch.tensor([0.25]))  # PReLU's starting slope",
+}
 
 
 @register
@@ -260,6 +291,10 @@ class Activation(LibraryNode):
     outputs = TENSOR_OUT
     params = (Param("function", "select", "relu", "Which function to apply",
                     options=tuple(ACTIVATIONS)),)
+
+    @classmethod
+    def to_python(cls, code, params, tensor):
+        return {"tensor": code.value(ACTIVATION_CODE[params["function"]].format(x=tensor), params["function"])}
 
     @classmethod
     def largest_shape(cls, params, inputs):
@@ -286,6 +321,16 @@ class Dropout(LibraryNode):
     outputs = TENSOR_OUT
     params = (Param("p", "float", 0.5, "Chance that each number is set to 0", min=0.0, max=1.0),)
     uses_rng = True
+
+    @classmethod
+    def to_python(cls, code, params, tensor):
+        p = params["p"]
+        if p == 0:
+            return {"tensor": tensor}
+        if p == 1:
+            return {"tensor": code.value(f"torch.zeros_like({tensor})", "dropped")}
+        keep = code.value(f"torch.rand({tensor}.shape, generator={code.generator()}) >= {p!r}", "keep")
+        return {"tensor": code.value(f"{tensor} * {keep}.to({tensor}.dtype) / {1 - p!r}", "dropped")}
 
     @classmethod
     def draws_random(cls, params):
@@ -321,6 +366,11 @@ class BatchNorm2d(LibraryNode):
     params = (Param("num_features", "int", 32, "Number of channels of the input", min=1),)
     stateful = True
     records_steps = True
+
+    @classmethod
+    def to_python(cls, code, params, tensor):   # a fresh layer trains: it normalises with the batch's own statistics
+        layer = code.value(f"nn.BatchNorm2d({params['num_features']!r})", "batch_norm_layer")
+        return {"tensor": code.value(f"{layer}({tensor})", "normalised")}
 
     def run(self, ctx, params, tensor):
         x = _image(tensor, "BatchNorm2d")
@@ -379,6 +429,12 @@ class Conv1d(LibraryNode):
     outputs = TENSOR_OUT
     params = _kernel_params(1, 32, 3, 1, 1)
     stateful = True
+
+    @classmethod
+    def to_python(cls, code, params, tensor):
+        code.reseed()
+        layer = code.value(f"nn.{cls.type}({_conv_args(params)})", "conv_layer")
+        return {"tensor": code.value(f"{layer}({tensor})", "conv")}
 
     def run(self, ctx, params, tensor):
         need_rank(tensor, (2, 3), "Conv1d", SEQUENCE_LAYOUT)
@@ -447,6 +503,13 @@ class Conv2dKernel(LibraryNode):
               "The Custom kernel: kernel_size rows of kernel_size numbers"),
     )
 
+    @classmethod
+    def to_python(cls, code, params):
+        if params["preset"] != "Custom":
+            return {"tensor": code.value(f"torch.tensor({KERNEL_PRESETS[params['preset']]!r}, dtype=torch.float32)", "kernel")}
+        size, values = params["kernel_size"], custom_kernel(params, cls.type).tolist()
+        return {"tensor": code.value(f"torch.tensor({code.literal(values)}, dtype=torch.float32)", "kernel")}
+
     def run(self, ctx, params, **inputs):
         if params["preset"] != "Custom":
             return {"tensor": torch.tensor(KERNEL_PRESETS[params["preset"]], dtype=torch.float32,
@@ -476,6 +539,16 @@ class Conv2dExplicit(LibraryNode):
         Param("stride", "int", 1, "Step between kernel positions", min=1),
         Param("padding", "int", 1, "Rings of zeros added around each channel", min=0),
     )
+
+    @classmethod
+    def to_python(cls, code, params, tensor, kernel):
+        image = code.value(f"{tensor}.float()", "image")
+        weight = code.value(f"{kernel}.reshape(1, 1, *{kernel}.shape) if {kernel}.dim() == 2 else {kernel}", "weight")
+        code.line("# the same kernel slides over every channel on its own (groups = channels)")
+        channels = f"{image}.shape[-3]"
+        return {"tensor": code.value(f"F.conv2d({image}, {weight}.expand({channels}, 1, *{weight}.shape[-2:]), "
+                                     f"stride={params['stride']!r}, padding={params['padding']!r}, groups={channels})",
+                                     "filtered")}
 
     def run(self, ctx, params, tensor, kernel):
         x = as_float(_image(tensor, "Conv2dExplicit"))

@@ -27,6 +27,14 @@ def _flatten(values, out: list[float]) -> list[float]:
     return out
 
 
+def _nested(flat: list[float], shape: list[int]) -> list:
+    """A flat list of numbers laid out in ``shape``, as the script writes it."""
+    if len(shape) == 1:
+        return list(flat)
+    step = len(flat) // shape[0]
+    return [_nested(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
 def shape_param(params) -> tuple[int, ...] | None:
     """``largest_shape`` of a node that makes one tensor of its 'shape' param, in every mode
     (a float64 copy of typed values, int64 coin flips, a count: never more elements); None
@@ -64,6 +72,25 @@ class TensorInput(LibraryNode):
               "The numbers to use when value_mode is explicit"),
         Param("seed", "int", 0, "Random mode draws these numbers on every run (0 included)"),
     )
+
+    @classmethod
+    def to_python(cls, code, params):
+        shape, dtype, mode = sizes(params, "shape"), f"torch.{params['dtype']}", params["value_mode"]
+        size, size_tuple = ", ".join(map(str, shape)), repr(tuple(shape))
+        if mode == "explicit":
+            flat = _flatten(params.get("values") or [], [])
+            if len(flat) != numel(shape):
+                raise NodeError("values do not fill the shape")   # the engine's run says so
+            return {"tensor": code.value(f"torch.tensor({code.literal(_nested(flat, shape))}, dtype={dtype})", "tensor")}
+        if mode == "random":
+            code.line(f"generator = torch.Generator().manual_seed({seed_value(params['seed'])})")
+            draw = (f"torch.randint(0, 2, {size_tuple}, generator=generator).bool()" if params["dtype"] == "bool" else
+                    f"torch.randn({size_tuple}, generator=generator, dtype={dtype})" if params["dtype"].startswith("float")
+                    else f"torch.randint(0, 10, {size_tuple}, generator=generator, dtype={dtype})")
+            return {"tensor": code.value(draw, "tensor")}
+        if mode == "arange":
+            return {"tensor": code.value(f"torch.arange({numel(shape)}).reshape({size}).to({dtype})", "tensor")}
+        return {"tensor": code.value(f"torch.{mode}({size_tuple}, dtype={dtype})", "tensor")}
 
     @classmethod
     def largest_shape(cls, params, inputs):
@@ -123,6 +150,23 @@ class TensorCreate(LibraryNode):
         Param("value", "float", 0.0, "The number used when fill is full"),
         Param("requires_grad", "bool", False, "Track gradients for this tensor"),
     )
+
+    @classmethod
+    def to_python(cls, code, params):
+        size, fill = ", ".join(map(str, sizes(params, "shape"))), params["fill"]
+        size_tuple = repr(tuple(sizes(params, "shape")))
+        if fill in ("randn", "rand"):
+            made = f"torch.{fill}({size_tuple}, generator={code.generator()})"
+        elif fill == "arange":
+            made = f"torch.arange({numel(sizes(params, 'shape'))}, dtype=torch.float32).reshape({size})"
+        elif fill == "full":
+            made = f"torch.full({size_tuple}, {code.literal(float(params['value']))})"
+        else:
+            made = f"torch.{fill}({size_tuple})"
+        tensor = code.value(made, "tensor")
+        if params["requires_grad"]:
+            code.line(f"{tensor}.requires_grad_(True)")
+        return {"tensor": tensor}
     uses_rng = True  # randn and rand draw from the run's generator
 
     @classmethod

@@ -8,10 +8,12 @@ import torch
 from codefyui import conf
 
 from ..base import NodeError, Param, Port, register
+from ..python import NotPlain
 from . import _datasets as sets
 from ._helpers import LibraryNode, random_state, shape_str
 
 CATEGORY = "Data"
+BUNDLED = {"Digits": "load_digits", "Iris": "load_iris", "Wine": "load_wine"}   # scikit-learn's loaders
 DATASET_IN = (Port("dataset", "DATASET"),)
 DATASET_OUT = (Port("dataset", "DATASET"),)
 
@@ -41,6 +43,23 @@ class Dataset(LibraryNode):
               options=("train", "test")),
         Param("data_dir", "string", "./data", "Not used: the server reads its own data folder"),
     )
+
+    @classmethod
+    def to_python(cls, code, params):
+        name, split = params["name"], params["split"]
+        if name not in BUNDLED:
+            raise NotPlain(f"{name} is read from the server's data folder")
+        bunch = code.value(f"datasets.{BUNDLED[name]}()", "bunch")
+        keep = code.value(f"np.arange(len({bunch}.target)) % 5 {'==' if split == 'test' else '!='} 4",
+                          f"{split}_rows")
+        code.line(f"# every fifth example (4, 9, 14, …) is kept back to test with; the {split} split is "
+                  f"{'those' if split == 'test' else 'the rest'}")
+        shape = ", ".join(str(s) for s in sets.SOURCES[name].sample_shape)
+        scale = " / 16  # grey levels 0 to 16 become 0 to 1" if name == "Digits" else ""
+        x = code.value(f"torch.tensor({bunch}.data[{keep}], dtype=torch.float32).reshape(-1, {shape}){scale}",
+                       "images" if scale else "measurements")
+        y = code.value(f"torch.tensor({bunch}.target[{keep}], dtype=torch.int64)", "labels")
+        return {"dataset": code.value(f"TensorDataset({x}, {y})", f"{split}_data")}
 
     def run(self, ctx, params, **inputs):
         name, split = params["name"], params["split"]
@@ -161,6 +180,12 @@ class DataLoader(LibraryNode):
         Param("shuffle", "bool", True, "A new random order of examples every epoch"),
         Param("num_workers", "int", 0, "Kept for CodefyUI files; always 0 here", min=0),
     )
+
+    @classmethod
+    def to_python(cls, code, params, dataset):
+        shuffle = params["shuffle"]
+        order = f"shuffle=True, generator={code.generator()}" if shuffle else "shuffle=False"
+        return {"dataloader": code.value(f"DataLoader({dataset}, batch_size={params['batch_size']!r}, {order})", "loader")}
     cacheable = False  # its shuffling generator moves on as it is read: each run starts a fresh one
 
     def run(self, ctx, params, dataset):
@@ -192,6 +217,13 @@ class DatasetBatch(LibraryNode):
         Param("batch_size", "int", 1, "How many examples (the first size of the outputs)", min=1),
         Param("start_index", "int", 0, "The first example taken, counting from 0", min=0),
     )
+
+    @classmethod
+    def to_python(cls, code, params, dataset):
+        samples = code.value(f"[{dataset}[({params['start_index']!r} + k) % len({dataset})] for k in "
+                             f"range({params['batch_size']!r})]", "samples")
+        return {"images": code.value(f"torch.stack([x for x, y in {samples}])", "images"),
+                "labels": code.value(f"torch.stack([torch.as_tensor(y) for x, y in {samples}])", "batch_labels")}
 
     def run(self, ctx, params, dataset):
         x, _ = sets.first_sample(dataset, "DatasetBatch")

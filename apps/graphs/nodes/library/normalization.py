@@ -30,6 +30,11 @@ class LayerNorm(LibraryNode):
         Param("normalized_shape", "string", "512", "Size(s) of the last dimension(s), e.g. 512"),
         Param("eps", "float", 1e-5, "Small number added to the variance", min=0.0),
     )
+
+    @classmethod
+    def to_python(cls, code, params, tensor):   # its weights start at 1 and 0: no random numbers
+        layer = code.value(f"nn.{cls.type}({sizes(params, 'normalized_shape')!r}, eps={params['eps']!r})", "norm_layer")
+        return {"tensor": code.value(f"{layer}({tensor})", "normalised")}
     stateful = True
     records_steps = True
 
@@ -83,6 +88,11 @@ class BatchNorm1d(LibraryNode):
     params = (Param("num_features", "int", 128, "Number of features (the size of dimension 1)", min=1),)
     stateful = True
 
+    @classmethod
+    def to_python(cls, code, params, tensor):   # its weights start at 1 and 0: no random numbers
+        layer = code.value(f"nn.{cls.type}({params['num_features']!r})", "norm_layer")
+        return {"tensor": code.value(f"{layer}({tensor})", "normalised")}
+
     def run(self, ctx, params, tensor):
         need_rank(tensor, (2, 3), "BatchNorm1d", "[batch, features] (or [batch, features, length])")
         features = params["num_features"]
@@ -119,6 +129,11 @@ class GroupNorm(LibraryNode):
         Param("num_groups", "int", 32, "How many groups the channels are split into", min=1),
         Param("num_channels", "int", 256, "Channels of the input (divisible by num_groups)", min=1),
     )
+
+    @classmethod
+    def to_python(cls, code, params, tensor):   # its weights start at 1 and 0: no random numbers
+        layer = code.value(f"nn.{cls.type}({params['num_groups']!r}, {params['num_channels']!r})", "norm_layer")
+        return {"tensor": code.value(f"{layer}({tensor})", "normalised")}
     stateful = True
 
     def run(self, ctx, params, tensor):
@@ -155,6 +170,11 @@ class InstanceNorm2d(LibraryNode):
         Param("num_features", "int", 64, "Number of channels of the input", min=1),
         Param("affine", "bool", False, "Learn a scale and shift per channel"),
     )
+
+    @classmethod
+    def to_python(cls, code, params, tensor):   # its weights start at 1 and 0: no random numbers
+        layer = code.value(f"nn.{cls.type}({params['num_features']!r}, affine={params['affine']!r})", "norm_layer")
+        return {"tensor": code.value(f"{layer}({tensor})", "normalised")}
     stateful = True
 
     def run(self, ctx, params, tensor):

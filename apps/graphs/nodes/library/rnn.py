@@ -88,6 +88,17 @@ class _Recurrent(LibraryNode):
     gates = 4
     module = nn.LSTM
 
+    @classmethod
+    def to_python(cls, code, params, tensor):
+        code.reseed()
+        layer = code.value(f"nn.{cls.module.__name__}({params['input_size']!r}, {params['hidden_size']!r}, "
+                           f"num_layers={params['num_layers']!r}, batch_first={params['batch_first']!r}, "
+                           f"bidirectional={params['bidirectional']!r})", f"{cls.type}_layer")
+        output, state = code.name("output"), code.name("state")
+        code.line(f"{output}, {state} = {layer}({tensor})")
+        hidden = f"{state}[0]" if cls.module is nn.LSTM else state   # an LSTM's state is (h_n, c_n)
+        return {"output": output, "hidden": code.value(hidden, "hidden")}
+
     def run(self, ctx, params, tensor):
         n_in, n_hidden, layers = params["input_size"], params["hidden_size"], params["num_layers"]
         directions = 2 if params["bidirectional"] else 1

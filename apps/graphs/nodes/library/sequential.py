@@ -6,6 +6,7 @@ from typing import Any
 
 from ... import layers
 from ..base import NodeError, Param, ParamError, Port, register
+from ..python import NotPlain, literal
 from ._helpers import LibraryNode, build_layer
 
 # CodefyUI's default: a small CNN for 28 × 28 grey images with 10 classes.
@@ -21,6 +22,25 @@ DEFAULT_LAYERS = layers.dumps(layers.chain_of([
     ("r3", "ReLU", {}),
     ("l2", "Linear", {"in_features": 128, "out_features": 10}),
 ]))
+
+
+def _keywords(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={literal(v)}" for k, v in params.items())
+
+
+def _pool(kind: str) -> Any:
+    return lambda p: f"nn.{kind}(kernel_size={p['kernel_size']!r}, stride={p['stride'] or None!r}, padding={p['padding']!r})"
+
+
+# A layer of the Layers editor as the script writes it; those not here (Reshape, LSTM, attention,
+# …) are CodefyUI's own modules, so a model holding one is built by CodefyUI's engine.
+LAYER_CODE = {name: (lambda kind: lambda p: f"nn.{kind}({_keywords(p)})")(name) for name in (
+    "Linear", "Conv2d", "Conv1d", "ConvTranspose2d", "BatchNorm2d", "BatchNorm1d", "LayerNorm", "GroupNorm",
+    "InstanceNorm2d", "AdaptiveAvgPool2d", "Dropout", "Flatten", "ReLU", "LeakyReLU", "GELU", "SiLU", "Mish",
+    "ELU", "SELU", "PReLU", "Sigmoid", "Tanh", "Hardswish", "Softmax")}
+LAYER_CODE |= {"MaxPool2d": _pool("MaxPool2d"), "AvgPool2d": _pool("AvgPool2d"),
+               "Embedding": lambda p: (f"nn.Embedding({p['num_embeddings']!r}, {p['embedding_dim']!r}, "
+                                       f"padding_idx={None if p['padding_idx'] < 0 else p['padding_idx']!r})")}
 
 
 @register
@@ -42,6 +62,21 @@ class SequentialModel(LibraryNode):
     outputs = (Port("model", "MODEL", description="The model (a torch.nn.Module)"),)
     params = (Param("layers", "layers", DEFAULT_LAYERS, "The model's layer graph (CodefyUI's v2 JSON)"),)
     stateful = True
+
+    @classmethod
+    def to_python(cls, code, params):
+        spec = layers.parse(params["layers"])
+        previous, made = spec.input_id, []
+        for step in spec.steps:   # a straight chain of PyTorch's own layers is an nn.Sequential
+            if len(step.sources) != 1 or step.sources[0][0] != previous or step.type not in LAYER_CODE:
+                raise NotPlain(f"{step.name} is not one of a straight chain of PyTorch layers")
+            made.append(LAYER_CODE[step.type](step.params))
+            previous = step.id
+        if len(spec.inputs) != 1 or [source for _, source in spec.outputs] != [(previous, None)]:
+            raise NotPlain("the model has several inputs or outputs")
+        code.reseed()
+        lines = "".join(f"\n    {layer}," for layer in made)
+        return {"model": code.value(f"nn.Sequential({lines}\n)", "model")}
 
     @classmethod
     def coerce_params(cls, raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

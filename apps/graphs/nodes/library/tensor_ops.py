@@ -26,6 +26,12 @@ class Add(LibraryNode):
     outputs = TENSOR_OUT
     params = (Param("alpha", "float", 1.0, "tensor_b is multiplied by this before adding"),)
 
+    @classmethod
+    def to_python(cls, code, params, tensor_a, tensor_b):
+        alpha = params["alpha"]
+        added = tensor_b if alpha == 1 else f"{code.literal(alpha)} * {tensor_b}"
+        return {"tensor": code.value(f"{tensor_a} + {added}", "added")}
+
     def run(self, ctx, params, tensor_a, tensor_b):
         broadcast_shape(tensor_a, tensor_b, "add")
         alpha = params["alpha"]
@@ -46,6 +52,7 @@ class Multiply(LibraryNode):
     )
     inputs = PAIR_IN
     outputs = TENSOR_OUT
+    python = "{tensor_a} * {tensor_b}"
 
     def run(self, ctx, params, tensor_a, tensor_b):
         broadcast_shape(tensor_a, tensor_b, "multiply")
@@ -66,6 +73,7 @@ class MatMul(LibraryNode):
     )
     inputs = PAIR_IN
     outputs = TENSOR_OUT
+    python = "torch.matmul({tensor_a}, {tensor_b})"
 
     def run(self, ctx, params, tensor_a, tensor_b):
         a, b = tensor_a, tensor_b
@@ -112,6 +120,14 @@ class Mean(LibraryNode):
         Param("keepdim", "bool", False, "Keep averaged dimensions with size 1"),
     )
 
+    @classmethod
+    def to_python(cls, code, params, tensor):
+        text = str(params["dim"]).strip()
+        if text == "":
+            return {"tensor": code.value(f"{tensor}.mean()", "mean")}
+        dims = tuple(parse_int_list(text, "dim"))
+        return {"tensor": code.value(f"{tensor}.mean(dim={dims!r}, keepdim={params['keepdim']!r})", "mean")}
+
     def run(self, ctx, params, tensor):
         x = as_float(tensor)
         text = str(params["dim"]).strip()
@@ -140,6 +156,11 @@ class Permute(LibraryNode):
     outputs = TENSOR_OUT
     params = (Param("dims", "string", "0,2,1", "New order of the dimensions, e.g. 0,2,1"),)
 
+    @classmethod
+    def to_python(cls, code, params, tensor):
+        dims = ", ".join(str(d) for d in parse_int_list(params["dims"], "dims"))
+        return {"tensor": code.value(f"{tensor}.permute({dims})", "permuted")}
+
     def run(self, ctx, params, tensor):
         dims = parse_int_list(params["dims"], "dims")
         n = tensor.dim()
@@ -165,6 +186,7 @@ class Squeeze(LibraryNode):
     inputs = TENSOR_IN
     outputs = TENSOR_OUT
     params = (Param("dim", "int", -1, "Which dimension to remove if its size is 1"),)
+    python = "{tensor}.squeeze({dim})"
 
     def run(self, ctx, params, tensor):
         return {"tensor": tensor.squeeze(check_dim(tensor, params["dim"]))}
@@ -184,6 +206,7 @@ class Unsqueeze(LibraryNode):
     inputs = TENSOR_IN
     outputs = TENSOR_OUT
     params = (Param("dim", "int", 0, "Where the new size-1 dimension goes"),)
+    python = "{tensor}.unsqueeze({dim})"
 
     def run(self, ctx, params, tensor):
         return {"tensor": tensor.unsqueeze(check_dim(tensor, params["dim"], extra=1))}
@@ -203,6 +226,7 @@ class Stack(LibraryNode):
     inputs = PAIR_IN
     outputs = TENSOR_OUT
     params = (Param("dim", "int", 0, "Position of the new dimension"),)
+    python = "torch.stack([{tensor_a}, {tensor_b}], dim={dim})"
 
     def run(self, ctx, params, tensor_a, tensor_b):
         if tensor_a.shape != tensor_b.shape:
@@ -230,6 +254,12 @@ class Split(LibraryNode):
         Param("chunks", "int", 2, "How many pieces (each gets its own output)", min=1, max=32),
         Param("dim", "int", 0, "Dimension to cut along"),
     )
+
+    @classmethod
+    def to_python(cls, code, params, tensor):
+        names = [code.name(f"chunk_{i}") for i in range(params["chunks"])]
+        code.line(f"{', '.join(names)}, = torch.tensor_split({tensor}, {params['chunks']!r}, dim={params['dim']!r})")
+        return {f"chunk_{i}": name for i, name in enumerate(names)}
 
     @classmethod
     def output_ports(cls, params):
@@ -265,6 +295,7 @@ class Argmax(LibraryNode):
         Param("dim", "int", -1, "Dimension to search along"),
         Param("keepdim", "bool", False, "Keep the searched dimension with size 1"),
     )
+    python = "torch.argmax({tensor}, dim={dim}, keepdim={keepdim})"
 
     def run(self, ctx, params, tensor):
         x = tensor.to(torch.uint8) if tensor.dtype == torch.bool else tensor
@@ -284,6 +315,7 @@ class ScalarMultiply(LibraryNode):
     inputs = TENSOR_IN
     outputs = TENSOR_OUT
     params = (Param("scalar", "float", 1.0, "The number to multiply by"),)
+    python = "{tensor} * {scalar}"
 
     def run(self, ctx, params, tensor):
         return {"tensor": tensor * params["scalar"]}
@@ -306,6 +338,7 @@ class Softmax(LibraryNode):
     outputs = TENSOR_OUT
     params = (Param("dim", "int", -1, "Dimension whose values should sum to 1"),)
     records_steps = True
+    python = "torch.softmax({tensor}, dim={dim})"
 
     @classmethod
     def largest_shape(cls, params, inputs):

@@ -13,6 +13,7 @@ from torch import nn
 
 from ..base import NodeError, Param, Port, register
 from ._helpers import LibraryNode, shape_str
+from . import training_code as code
 from ._datasets import DataLoader as BatchLoader
 
 CATEGORY = "Training"
@@ -38,6 +39,7 @@ class Loss(LibraryNode):
     )
     outputs = (Port("loss_fn", "LOSS_FN"),)
     params = (Param("type", "select", "CrossEntropyLoss", "Which loss function", options=LOSSES),)
+    to_python = classmethod(code.loss)
 
     def run(self, ctx, params, **inputs):
         return {"loss_fn": getattr(nn, params["type"])()}
@@ -63,6 +65,7 @@ class Optimizer(LibraryNode):
         Param("lr", "float", 0.001, "Learning rate: the step size", min=0.0),
         Param("weight_decay", "float", 0.0, "Pull of the weights towards zero", min=0.0),
     )
+    to_python = classmethod(code.optimizer)
 
     def run(self, ctx, params, model):
         if not isinstance(model, nn.Module):
@@ -99,6 +102,7 @@ class BackwardOnce(LibraryNode):
     inputs = (Port("tensor"),)
     outputs = (Port("tensor"),)
     cacheable = False
+    to_python = classmethod(code.backward_once)
 
     def run(self, ctx, params, tensor):
         if ctx.gradients:  # the engine runs the one backward pass, from this tensor, after the forward pass
@@ -263,6 +267,7 @@ class TrainingLoop(LibraryNode):
     )
     cacheable = False       # it changes its model's weights
     reports_training = True
+    to_python = classmethod(code.training_loop)
 
     def run(self, ctx, params, model, dataloader, optimizer, loss_fn, val_dataloader=None, lr_scheduler=None):
         _check_inputs(model, dataloader, optimizer, loss_fn, val_dataloader)
@@ -492,6 +497,7 @@ class LRScheduler(LibraryNode):
         Param("total_steps", "int", 1000, "Steps of the whole cycle (OneCycleLR)", min=1),
     )
     cacheable = False  # a scheduler holds its optimizer, which holds the model's weights
+    to_python = classmethod(code.lr_scheduler)
 
     def run(self, ctx, params, optimizer):
         if not isinstance(optimizer, torch.optim.Optimizer):
@@ -533,6 +539,7 @@ class EvaluateModel(LibraryNode):
         Param("device", "select", "cpu", "Where to evaluate", options=("cpu", "cuda")),
     )
     cacheable = False  # it reads a model whose weights training changes
+    to_python = classmethod(code.evaluate_model)
 
     def run(self, ctx, params, model, dataset):
         if not isinstance(model, nn.Module):
@@ -576,6 +583,7 @@ class Inference(LibraryNode):
     outputs = (Port("output"), Port("model", "MODEL"))
     params = (Param("device", "select", "auto", "Where to run ('auto' follows the run's device)", options=DEVICES),)
     cacheable = False  # it reads a model whose weights training changes
+    to_python = classmethod(code.inference)
 
     def run(self, ctx, params, model, **given):
         if not isinstance(model, nn.Module):

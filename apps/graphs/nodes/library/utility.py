@@ -30,6 +30,11 @@ class Reshape(LibraryNode):
     outputs = TENSOR_OUT
     params = (Param("shape", "string", "-1,784", "New sizes separated by commas; one may be -1"),)
 
+    @classmethod
+    def to_python(cls, code, params, tensor):
+        shape = ", ".join(str(s) for s in parse_int_list(params["shape"], "shape"))
+        return {"tensor": code.value(f"{tensor}.reshape({shape})", "reshaped")}
+
     def run(self, ctx, params, tensor):
         shape = parse_int_list(params["shape"], "shape")
         if shape.count(-1) > 1 or any(s < -1 or s == 0 for s in shape):
@@ -57,6 +62,7 @@ class Flatten(LibraryNode):
     inputs = TENSOR_IN
     outputs = TENSOR_OUT
     params = (Param("start_dim", "int", 1, "First dimension to flatten"),)
+    python = "torch.flatten({tensor}, start_dim={start_dim})"
 
     @classmethod
     def largest_shape(cls, params, inputs):
@@ -85,6 +91,7 @@ class Concat(LibraryNode):
     inputs = PAIR_IN
     outputs = TENSOR_OUT
     params = (Param("dim", "int", 0, "Dimension to join along"),)
+    python = "torch.cat([{tensor_a}, {tensor_b}], dim={dim})"
 
     def run(self, ctx, params, tensor_a, tensor_b):
         a, b = tensor_a, tensor_b
@@ -113,6 +120,12 @@ class Print(LibraryNode):
     inputs = (Port("value", "ANY"),)
     outputs = (Port("value", "ANY"),)
     params = (Param("label", "string", "", "Shown in front of the value in the log"),)
+
+    @classmethod
+    def to_python(cls, code, params, value):
+        label = params["label"]   # the student's words: a string in the script, never code
+        code.line(f"print({code.literal(f'[{label}]')}, {value})" if label else f"print({value})")
+        return {"value": value}
 
     def run(self, ctx, params, value):
         label = params["label"]
@@ -152,6 +165,12 @@ class Linear(LibraryNode):
     )
     stateful = True
     records_steps = True
+
+    @classmethod
+    def to_python(cls, code, params, tensor):
+        code.reseed()
+        layer = code.value(f"nn.Linear({params['in_features']!r}, {params['out_features']!r})", "linear_layer")
+        return {"tensor": code.value(f"{layer}({tensor})", "linear")}
 
     @classmethod
     def largest_shape(cls, params, inputs):
@@ -206,6 +225,14 @@ class Embedding(LibraryNode):
     )
     stateful = True
     records_steps = True
+
+    @classmethod
+    def to_python(cls, code, params, tensor):
+        pad = params["padding_idx"]
+        code.reseed()
+        table = code.value(f"nn.Embedding({params['num_embeddings']!r}, {params['embedding_dim']!r}, "
+                           f"padding_idx={None if pad < 0 else pad!r})", "embedding_table")
+        return {"tensor": code.value(f"{table}({tensor}.long())", "embedded")}
 
     def run(self, ctx, params, tensor):
         rows, dim, pad = params["num_embeddings"], params["embedding_dim"], params["padding_idx"]
