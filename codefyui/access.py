@@ -10,6 +10,7 @@ import uuid
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.contrib.auth import get_user_model
 from django.db.models import Model, Q, QuerySet
+from django.dispatch import Signal
 from django.http import Http404
 from django.urls.converters import UUIDConverter
 
@@ -41,6 +42,35 @@ def readable_to(queryset: QuerySet, user) -> QuerySet:
         return queryset.filter(owner=user)
     students = get_user_model().objects.filter(enrolment__classroom__teachers=user).values("pk")
     return queryset.filter(Q(owner=user) | Q(owner__in=students))
+
+
+# Sent when someone reads another user's object (a teacher's look over a student's shoulder),
+# with ``viewer``, ``owner_id``, ``what`` ("graph", "run", ...), ``ref`` (its id) and ``path``.
+# apps.classes writes each to its audit log; this package names no app.
+looked_at = Signal()
+
+
+def note_look(request, owner_id: int, what: str, ref) -> None:
+    """Tell the audit log that ``request.user`` read ``what`` (``ref``) of another user's."""
+    if owner_id != request.user.pk:
+        looked_at.send(sender=None, viewer=request.user, owner_id=owner_id, what=what, ref=str(ref),
+                       path=request.get_full_path()[:300])
+
+
+def find_readable(queryset: QuerySet, user, pk) -> Model | None:
+    """One object the user may read (``readable_to``), or None (also for a malformed id)."""
+    try:
+        return readable_to(queryset, user).get(pk=pk)
+    except (ObjectDoesNotExist, ValueError, TypeError, ValidationError):
+        return None
+
+
+def get_readable(queryset: QuerySet, user, pk) -> Model:
+    """One object the user may read, or Http404. For reads only: writes ask ``get_visible``."""
+    found = find_readable(queryset, user, pk)
+    if found is None:
+        raise Http404("Not found")
+    return found
 
 
 def find_visible(queryset: QuerySet, user, pk) -> Model | None:

@@ -36,6 +36,10 @@ VAR_DIR = Path(os.environ.get("CODEFYUI_VAR_DIR", "").strip() or Path(__file__).
 # The seed fixes 20 runs; a school whose classes are larger can raise it.
 RUN_OUTPUT_STORE_MAX_RUNS = _int("CODEFYUI_RUN_OUTPUT_STORE_MAX_RUNS", 20)
 RUN_OUTPUT_STORE_MAX_MB = _int("CODEFYUI_RUN_OUTPUT_STORE_MAX_MB", 2048)
+# Each class's share of the capture store, in per cent of CODEFYUI_RUN_OUTPUT_STORE_MAX_MB (a
+# class an administrator gave its own MB takes that instead). A class's runs evict only its own
+# runs; students without a class share the rest. 0: classes without their own MB go with the rest.
+CLASS_STORE_SHARE = _int("CODEFYUI_CLASS_STORE_SHARE", 25)
 # The store's class, by dotted path (a CaptureStore subclass; a worker box's remote store later).
 RUN_OUTPUT_STORE_CLASS = os.environ.get("CODEFYUI_RUN_OUTPUT_STORE_CLASS", "").strip() or "apps.runs.store.MemoryCaptureStore"
 

@@ -20,12 +20,14 @@ from django.contrib.auth.models import AnonymousUser
 from django.http.request import split_domain_port, validate_host
 from django.urls import path, re_path
 
+from apps.classes.consumers import ClassConsumer
 from apps.runs.consumers import RunConsumer
 from codefyui.api import token_backend
 from codefyui.handler import in_turn
 
 websocket_urlpatterns = [
     path("ws/runs/<uuid:run_id>/", RunConsumer.as_asgi()),
+    path("ws/classes/<int:class_id>/", ClassConsumer.as_asgi()),
     re_path(r"", WebsocketDenier.as_asgi()),  # any other path (or run id spelling) is refused, never a 500
 ]
 

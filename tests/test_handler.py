@@ -315,7 +315,7 @@ async def test_a_sockets_reads_take_their_turn_with_the_requests(monkeypatch):
     from apps.runs import consumers
     from codefyui.routing import websocket_urlpatterns
     order = []
-    monkeypatch.setattr(consumers, "find_visible", lambda *args: order.append("socket"))   # finds no run: refused
+    monkeypatch.setattr(consumers, "find_readable", lambda *args: order.append("socket"))   # finds no run: refused
     socket = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/runs/00000000-0000-0000-0000-000000000001/",
                                    headers=[(b"cookie", b"sessionid=ada")])
     socket.scope["user"] = SimpleNamespace(is_authenticated=True, pk=-1)

@@ -13,7 +13,7 @@ from django.test import Client
 from apps.editor.models import Tab
 from apps.graphs import document
 from apps.graphs.models import Graph
-from tests.test_isolation import HTTP_ROUTES, owner, theirs, url_for  # noqa: F401  (owner, theirs: fixtures)
+from tests.test_isolation import HTTP_ROUTES, owner, own_teacher, theirs, url_for  # noqa: F401  (fixtures)
 
 JUNK = ("99999999999999999999999", "-1", "x" * 3000, "\x00", "%ff", "1,,2,", "NaN", "../../etc/passwd")
 # what the views read from a query string or a form, by name (grep request.GET / request.POST)

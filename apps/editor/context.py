@@ -27,9 +27,9 @@ from apps.runs.models import Run, ScriptNodes
 from apps.runs.status import badge, progress_line
 from apps.runs.store import get_store
 from apps.stats.cache import get_cache as get_stats_cache
-from codefyui.access import canonical_uuid, find_visible, visible_to
+from codefyui.access import canonical_uuid, find_readable, visible_to
 
-from . import centers, palette, workspace
+from . import centers, palette, tab_actions, workspace
 from .canvas import layout
 from .models import HistoryStep, Tab
 from .prefs import Prefs
@@ -43,14 +43,19 @@ RUN_FILTERS = ("all", "running", "queued", "succeeded", "failed", "cancelled", "
 def editor_context(request, tab: Tab | None) -> dict[str, Any]:
     prefs = Prefs.from_request(request)
     run = inspected_run(request, tab)
+    read_only = is_look(request, tab)
     context: dict[str, Any] = {
-        "tab": tab, "tabs": visible_to(Tab.objects, request.user).select_related("last_run").defer("document"), "prefs": prefs,
+        "tab": tab, "prefs": prefs, "read_only": read_only,
+        # a look over a student's shoulder shows that one tab, nothing of the teacher's own
+        "tabs": [tab] if read_only else (
+            visible_to(Tab.objects, request.user).select_related("last_run").defer("document")),
         "run": run, "server": server_usage(), "devices": device_choices(prefs),
         "state": PageState.of(request).but(node="", run=str(run.id) if run else "", inside=""),
         "confirm_close": request.GET.get("confirm_close") == "1",
         "confirm_reset": request.GET.get("confirm_reset") == "1",
+        "tab_actions": tab_actions.for_tab(tab) if tab is not None and not read_only else [],
     }
-    context.update(runs_panel(request, later=bool(tab) and bool(request.htmx)))
+    context.update(runs_panel(request, later=bool(tab) and bool(request.htmx), owner=tab.owner if read_only else None))
     enabled = PackSwitch.enabled_packs()
     context["pack_counts"] = centers.counts(enabled)
     if tab is None:
@@ -103,7 +108,8 @@ def editor_context(request, tab: Tab | None) -> dict[str, Any]:
         context["connections"] = [e for e in canvas.edges if not e.trigger and selected in (e.source, e.target)]
     context["side_tabs"] = side_tabs(view, node_panel_shown=context["selected"] is not None, cls=selected_cls)
     context["segment_choices"] = [(n["id"], document.node_label(n)) for n in doc["nodes"] if n["type"] != "note"]
-    context["plugin_panel"] = plugin_panel(prefs, enabled, edits.find_node(shown, selected)["type"] if selected else None)
+    context["plugin_panel"] = None if read_only else plugin_panel(
+        prefs, enabled, edits.find_node(shown, selected)["type"] if selected else None)
     return context
 
 
@@ -195,21 +201,30 @@ def side_tabs(current: str, node_panel_shown: bool, cls=None) -> list[dict[str, 
     return tabs
 
 
+def is_look(request, tab: Tab | None) -> bool:
+    """Whether the page shows another user's tab: a teacher's look over a student's shoulder,
+    read-only (``access.readable_to`` let it through; every edit still asks ``visible_to``)."""
+    return tab is not None and tab.owner_id != request.user.pk
+
+
 def inspected_run(request, tab: Tab | None) -> Run | None:
     """The run the page inspects: named in the page's state (a reload starts without one), as
     its recorder knows it now (the row is written at most every 0.25 s); never a run of another
     graph (``Tab.shows``), which would paint its statuses and log onto this one."""
-    run = named_run(request, request.GET.get("run", "")) if tab is not None else None
+    run = named_run(request, request.GET.get("run", ""), tab.owner_id) if tab is not None else None
     return run if run is not None and tab.shows(run) else None
 
 
-def named_run(request, named: str) -> Run | None:
-    """The run a page's state names, if this user may see it, as its recorder knows it now."""
+def named_run(request, named: str, owner_id: int | None = None) -> Run | None:
+    """The run a page's state names, if this user may read it and it is ``owner_id``'s (by
+    default the user's own), as its recorder knows it now."""
     run_id = canonical_uuid(named)
     if run_id is None:
         return None
-    run = find_visible(Run.objects, request.user, run_id)
-    return service.current(run) if run else None
+    run = find_readable(Run.objects, request.user, run_id)
+    if run is None or run.owner_id != (request.user.pk if owner_id is None else owner_id):
+        return None
+    return service.current(run)
 
 
 def node_panel(doc: dict[str, Any], node_id: str, enabled: frozenset[str] | None = None) -> dict[str, Any] | None:
@@ -326,7 +341,7 @@ def palette_html(categories: list[tuple[str, list]], tooltips: bool) -> str:
     return html
 
 
-def runs_panel(request, later: bool = False) -> dict[str, Any]:
+def runs_panel(request, later: bool = False, owner=None) -> dict[str, Any]:
     """The Runs panel's runs (at most 50, as the filter asks). ``later``: an htmx re-render of
     the editor, whose panel is closed unless a filter is chosen: its runs are not read now but
     fetched when it opens (``views.runs.runs_body``). Every action re-renders the editor, and a
@@ -335,7 +350,7 @@ def runs_panel(request, later: bool = False) -> dict[str, Any]:
     wanted = wanted if wanted in RUN_FILTERS else "all"
     if later and wanted == "all":
         return {"runs_filter": wanted, "runs_later": True}
-    runs = visible_to(Run.objects, request.user)
+    runs = visible_to(Run.objects, owner or request.user)   # owner: a look's student (read_tab let it through)
     if wanted != "all":
         # An unfinished run's row may be up to 0.25 s behind its recorder (a started run
         # still reads queued): those rows are filtered on what the recorder knows.

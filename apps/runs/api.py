@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 
 from apps.graphs import document
 from apps.graphs.models import Graph
-from codefyui.access import get_visible
+from codefyui.access import get_readable, get_visible, note_look
 from codefyui.api import ApiError, api, json_body, json_response, remembered_token_user
 
 from . import service
@@ -148,7 +148,11 @@ def runs(request: HttpRequest) -> HttpResponse:
 
 @api("GET", "DELETE")
 def run_detail(request: HttpRequest, run_id: UUID) -> HttpResponse:
-    run = service.known_run(request.user, run_id) or get_visible(Run.objects, request.user, run_id)
+    reads = request.method == "GET"   # a teacher reads a student's run too (audit-logged); DELETE is the owner's
+    run = service.known_run(request.user, run_id) or (get_readable if reads else get_visible)(
+        Run.objects, request.user, run_id)
+    if reads:
+        note_look(request, run.owner_id, "run", run.pk)
     if request.method == "DELETE":
         try:
             service.delete_run(run)

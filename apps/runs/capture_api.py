@@ -9,7 +9,7 @@ from uuid import UUID
 
 from django.http import Http404, HttpRequest, HttpResponse
 
-from codefyui.access import get_visible
+from codefyui.access import get_readable, get_visible, note_look
 from codefyui.api import ApiError, api
 
 from .models import Run
@@ -21,10 +21,16 @@ GONE = f"is no longer held by the server (evicted, deleted, or the server restar
 
 
 def visible_run(request: HttpRequest, run_id: UUID) -> Run:
+    """The run, for its owner; a GET is a read, which a teacher may also make of their
+    students' runs (written to the audit log). Every other method writes: the owner's alone."""
+    reads = request.method in ("GET", "HEAD")
     try:
-        return get_visible(Run.objects, request.user, run_id)
+        run = (get_readable if reads else get_visible)(Run.objects, request.user, run_id)
     except Http404:
         raise ApiError(404, f"run '{run_id}' not found") from None
+    if reads:
+        note_look(request, run.owner_id, "outputs", run.pk)
+    return run
 
 
 def store_call(fn, *args):

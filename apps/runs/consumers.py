@@ -17,7 +17,7 @@ from django.template.loader import render_to_string
 
 from apps.graphs import subgraphs
 from codefyui import conf
-from codefyui.access import find_visible
+from codefyui.access import find_readable
 from codefyui.handler import in_turn
 
 from . import push, service
@@ -45,9 +45,10 @@ class RunConsumer(AsyncWebsocketConsumer):
             await self.close(code=4404)
             return
         # A run this process runs or ran lately is known without the database (a page follows
-        # the run it has just started); any other is looked up, in its turn.
+        # the run it has just started); any other is looked up, in its turn: the owner's, or
+        # for a teacher a student's (a look follows a run read-only: a socket only receives).
         run = service.known_run(user, self.run_id) or await in_turn(
-            self.scope, partial(find_visible, Run.objects, user, self.run_id))
+            self.scope, partial(find_readable, Run.objects, user, self.run_id))
         if run is None:
             await self.close(code=4404)  # not yours, or not there: nothing is sent
             return

@@ -65,6 +65,14 @@ def close_sockets(sender, user=None, **kwargs) -> None:
         _hand_over(lambda: _group_send(to, {"type": "session.ended"}))
 
 
+def notify(to: str, message: dict) -> None:
+    """Send one message to a group's sockets if anyone listens there (from any thread): how
+    other apps tell their own sockets about a run, e.g. a class page that one of its
+    students' runs changed status."""
+    if _listened(to):
+        _hand_over(lambda: _group_send(to, message))
+
+
 _waiting: dict[str, list[dict]] = {}   # group -> its events not yet handed to the layer
 _waiting_lock = threading.Lock()
 _REDIS_SENDS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-push")   # one: in order

@@ -33,7 +33,7 @@ from codefyui import conf
 from codefyui.fairqueue import FairQueue
 from codefyui.memo import ByContent
 
-from . import engine, workers
+from . import engine, shares, workers
 from .engine import events as ev
 from .models import Run, ScriptNodes
 from .store import get_store
@@ -312,7 +312,7 @@ def _enqueue(run: Run, planned: engine.Plan, options: dict[str, Any], weights_sc
     job = workers.Job(planned, engine.RunOptions(run_id=str(run.id), **options, weights_scope=weights_scope,
                                                  files_dir=str(files.folder), files_max_bytes=files.max_bytes,
                                                  files_max_files=files.max_files,
-                                                 scripts=scripts))
+                                                 scripts=scripts), share=shares.of(run.owner_id))
     _runs.submit(_LiveRun(run, job, _cache.scope(run.owner_id)))
     _pruner.note(run.owner_id)
 

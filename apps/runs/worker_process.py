@@ -31,7 +31,7 @@ from .engine.executor import THREADS
 from .engine.plan import Plan
 from .engine.weights import WEIGHTS
 from .sandbox import run_script
-from .store import CaptureStore, freeze
+from .store import CaptureStore, Share, freeze
 from .wire import Wire
 
 log = logging.getLogger("codefyui.workers")
@@ -46,6 +46,7 @@ class Job:
     options: RunOptions
     hits: dict[str, tuple[dict[str, Any], list[str]]] = field(default_factory=dict)  # cache key -> hit
     weights: list = field(default_factory=list)   # the tab's kept layers: [((scope, node, structure), module)]
+    share: Share | None = None                    # the owner's class's share of the capture store
 
     @property
     def run_id(self) -> str:
@@ -76,7 +77,7 @@ class _CaptureSink(CaptureStore):
     def __init__(self, send: Send, unrecorded: threading.Event):
         self._send, self._unrecorded = send, unrecorded
 
-    def open_run(self, run_id: str) -> None:
+    def open_run(self, run_id: str, share: Share | None = None) -> None:
         pass
 
     def close_run(self, run_id: str) -> None:

@@ -75,7 +75,7 @@ class Assignment:
         self._taking = threading.Lock()      # the worker's messages and the run's end, one at a time
         self.tell_unrecorded: Callable[[], None] = self.unrecorded.set  # a worker's executor tells it instead
         if self.captures is not None:
-            self.captures.open_run(job.run_id)
+            self.captures.open_run(job.run_id, job.share)
 
     @property
     def run_id(self) -> str:

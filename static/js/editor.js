@@ -15,6 +15,7 @@
   function csrf() { var t = document.querySelector("[name=csrfmiddlewaretoken]"); return t ? t.value : ""; }
 
   function post(url, values) {
+    if (!url) return;  // a read-only look has no edit URLs: a drag, a drop or a wire changes nothing
     values = Object.assign({ csrfmiddlewaretoken: csrf(), _state: editor().dataset.state || "",
                            _revision: editor().dataset.revision || "" }, values);
     return htmx.ajax("POST", url, { target: "#editor", swap: "outerHTML", values: values });

@@ -190,7 +190,7 @@ async def test_a_page_following_the_run_it_started_connects_without_reading_the_
 
     def no_lookup(*args):
         raise AssertionError("the run was looked up in the database")
-    monkeypatch.setattr(consumers, "find_visible", no_lookup)
+    monkeypatch.setattr(consumers, "find_readable", no_lookup)
     monkeypatch.setattr(Run.objects, "get", no_lookup)
     try:
         communicator = socket(student, run.pk)

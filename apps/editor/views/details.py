@@ -11,11 +11,10 @@ from django.views.decorators.http import require_GET
 from apps.graphs import document, edits
 from apps.graphs.models import PackSwitch
 from apps.inspector.panes import panes_for
-from codefyui.access import get_visible
 
-from ..context import inspected_run, inspection, node_panel
-from ..models import Tab
+from ..context import inspected_run, inspection, is_look, node_panel
 from ..state import PageState
+from .page import read_tab
 
 
 def neighbours(doc: dict[str, Any], node_id: str) -> tuple[str | None, str | None]:
@@ -27,7 +26,7 @@ def neighbours(doc: dict[str, Any], node_id: str) -> tuple[str | None, str | Non
 
 @require_GET
 def node_details(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
-    tab = get_visible(Tab.objects, request.user, tab_id)
+    tab = read_tab(request, tab_id, look="details")
     doc = tab.document
     try:
         node = edits.find_node(doc, node_id)
@@ -40,7 +39,7 @@ def node_details(request: HttpRequest, tab_id: int, node_id: str) -> HttpRespons
     pane = next((p for p in available if p.slug == request.GET.get("pane")), available[0])
     previous, following = neighbours(doc, node_id)
     context: dict[str, Any] = {
-        "tab": tab, "state": state, "selected": node_panel(doc, node_id, PackSwitch.enabled_packs()),
+        "tab": tab, "read_only": is_look(request, tab), "state": state, "selected": node_panel(doc, node_id, PackSwitch.enabled_packs()),
         "cls": cls, "label": document.node_label(node), "panes": available, "pane": pane.slug,
         "previous": previous, "next": following, "focus_port": request.GET.get("port", ""),
         "inspector": {"template": pane.template, **pane.context(inspection(request, doc, node_id, run))},

@@ -17,7 +17,7 @@ from apps.graphs import document
 from apps.graphs.nodes.library._images import PngImage
 from apps.runs.models import Run
 from apps.runs.store import StoreUnreachable, get_store
-from codefyui.access import get_visible
+from codefyui.access import get_readable, note_look
 
 CHUNK_ELEMENTS = 1 << 20          # numbers per streamed piece
 CSV_MAX_CELLS = 10_000_000        # a bigger slice is offered as .npy only
@@ -29,7 +29,8 @@ NOT_A_TENSOR = "This output is not a tensor."
 
 def _capture(request: HttpRequest, run_id: UUID, node_id: str, port: str):
     """The captured value, or a plain-text 404 answer (a stranger's run raises Http404)."""
-    run = get_visible(Run.objects, request.user, run_id)
+    run = get_readable(Run.objects, request.user, run_id)
+    note_look(request, run.owner_id, "download", run.pk)
     try:
         capture = get_store().get(str(run.id), node_id, port)
     except StoreUnreachable:

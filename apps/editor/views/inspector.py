@@ -15,11 +15,10 @@ from apps.graphs import document
 from apps.inspector import capture_state as cs
 from apps.inspector.panel import TABS, find_row
 from apps.inspector.values import fmt, shape_text
-from codefyui.access import get_visible
 
 from ..context import inspected_run, inspection, run_view
-from ..models import Tab
 from ..state import PageState
+from .page import read_tab
 
 NODE_GONE = "This node is no longer in the graph."
 PORT_GONE = "This port is no longer connected."
@@ -37,7 +36,7 @@ def _state(request: HttpRequest, node_id: str, run) -> PageState:
 def _node_inspection(request: HttpRequest, tab_id: int, node_id: str):
     """The tab (a stranger's raises Http404), the run it inspects and the node's inspection;
     None for the inspection once the node is no longer in the graph."""
-    tab = get_visible(Tab.objects, request.user, tab_id)
+    tab = read_tab(request, tab_id)
     run = inspected_run(request, tab)
     ins = inspection(request, tab.document, node_id, run)
     present = any(n["id"] == node_id for n in ins.doc["nodes"])
@@ -68,7 +67,7 @@ def training(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
 @require_GET
 def edge_summary(request: HttpRequest, tab_id: int, edge_id: str) -> HttpResponse:
     """What flowed through an edge in the inspected run: type, shape, dtype, min/max/mean."""
-    tab = get_visible(Tab.objects, request.user, tab_id)
+    tab = read_tab(request, tab_id)
     doc = tab.document
     edge = next((e for e in doc["edges"] if e["id"] == edge_id and not document.is_trigger(e)), None)
     if edge is None:

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from apps.graphs import document, edits
-from codefyui.access import get_visible, visible_to
+from codefyui.access import get_readable, get_visible, note_look, visible_to
 
 from ..context import editor_context
 from ..models import STALE_EDIT, StaleEdit, Tab
@@ -24,6 +24,16 @@ def get_tab(request: HttpRequest, tab_id, for_update: bool = False) -> Tab:
     row until the transaction ends, so two server processes edit it one after the other."""
     tabs = Tab.objects.with_history()
     return get_visible(tabs.select_for_update() if for_update else tabs, request.user, tab_id)
+
+
+def read_tab(request: HttpRequest, tab_id, look: str = "") -> Tab:
+    """A tab the user may read, for a GET: their own, or for a teacher a student's (read-only:
+    every edit goes through ``get_tab``), else 404. ``look`` names what a teacher's look at a
+    student's tab shows, for the audit log (a page's fragments are no look of their own)."""
+    tab = get_readable(Tab.objects, request.user, tab_id)
+    if look:
+        note_look(request, tab.owner_id, look, tab.pk)
+    return tab
 
 
 def posted_revision(request: HttpRequest) -> int | None:
@@ -120,4 +130,4 @@ def welcome(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def editor_tab(request: HttpRequest, tab_id: int) -> HttpResponse:
-    return _render(request, editor_context(request, get_tab(request, tab_id)))
+    return _render(request, editor_context(request, read_tab(request, tab_id, look="graph")))

@@ -14,11 +14,11 @@ from apps.runs.models import Run
 from codefyui.access import get_visible, visible_to
 
 from .. import workspace
-from ..context import runs_panel
+from ..context import is_look, runs_panel
 from ..models import Tab
 from ..prefs import Prefs
 from ..state import NODE_VIEW, PageState
-from .page import back, get_tab, posted_tab
+from .page import back, get_tab, posted_tab, read_tab
 
 STILL_RUNNING = "This tab's run is still going: stop it with Stop, or wait until it ends, then run again."
 RUN_WITHOUT_TAB = ("That run was started in a tab that is closed now, and its graph was never saved, so it "
@@ -54,8 +54,10 @@ def run(request: HttpRequest, tab_id: int) -> HttpResponse:
 def runs_body(request: HttpRequest, tab_id: int) -> HttpResponse:
     """The Runs panel's rows, fetched when it opens after an htmx re-render of the editor
     (``context.runs_panel``); its forms carry the page's state, which the fetch's query is."""
-    tab = get_tab(request, tab_id)   # a stranger's tab: 404 before any run is read
-    return render(request, "editor/_runs_body.html", {**runs_panel(request), "tab": tab, "state": PageState.of(request)})
+    tab = read_tab(request, tab_id)   # a stranger's tab: 404 before any run is read
+    look = is_look(request, tab)
+    return render(request, "editor/_runs_body.html", {**runs_panel(request, owner=tab.owner if look else None),
+                                                      "tab": tab, "state": PageState.of(request), "read_only": look})
 
 
 def _run_action(request: HttpRequest, run_id: UUID, action) -> HttpResponse:

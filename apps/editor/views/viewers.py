@@ -31,11 +31,11 @@ from apps.inspector import capture_state as cs
 from apps.inspector import viewers as v
 from apps.runs.capture_api import CAPTURE_HINT
 from apps.runs.store import StoreUnreachable, get_store
-from codefyui.access import get_visible
 
 from ..context import inspected_run, inspection
 from ..models import Tab
 from ..state import PageState
+from .page import read_tab
 
 PLOTLY = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 PAGE_W, PAGE_H = 960, 600           # the no-JS scatter's plot
@@ -113,10 +113,10 @@ def _labels(ins, node_id: str, port: str) -> list | None:
     return list(found) if isinstance(found, (list, tuple)) else None
 
 
-def _captured(request: HttpRequest, tab_id: int, node_id: str):
+def _captured(request: HttpRequest, tab_id: int, node_id: str, look: str = ""):
     """The viewer's node (owner-checked: a stranger gets 404), its spec, the inspection, and the
     captured value or the status that says why there is none."""
-    tab = get_visible(Tab.objects, request.user, tab_id)
+    tab = read_tab(request, tab_id, look)
     node, spec = _node(tab, node_id)
     run = inspected_run(request, tab)
     ins = inspection(request, tab.document, node_id, run)
@@ -147,7 +147,7 @@ def viewer_frame(request: HttpRequest, tab_id: int, node_id: str) -> HttpRespons
 
 @require_GET
 def viewer(request: HttpRequest, tab_id: int, node_id: str) -> HttpResponse:
-    tab, node, spec, ins, value, status = _captured(request, tab_id, node_id)
+    tab, node, spec, ins, value, status = _captured(request, tab_id, node_id, look="viewer")
     state = PageState.of(request).but(node="", view="", panel="", inside="")
     context: dict[str, Any] = {"tab": tab, "state": state, "spec": spec, "node_id": node_id,
                                "label": document.node_label(node),
