@@ -142,3 +142,13 @@ def test_the_copy_is_the_last_tab_of_the_student(teacher_client, classroom, pupi
 def test_a_class_without_the_teacher_is_404_even_for_a_handout_id(teacher_client, other_teacher):
     other = Classroom.objects.get(name="9C")
     assert teacher_client.post(reverse("classes:handout-again", args=[other.pk, 1])).status_code == 404
+
+
+def test_the_admin_shows_each_hand_out_and_its_copies_read_only(teacher_client, admin_client, classroom, pupils):
+    hand_out(teacher_client, classroom, "lesson:walkthrough")
+    handout = Handout.objects.get()
+    listing = admin_client.get(reverse("admin:classes_handout_changelist")).content.decode()
+    assert "Softmax walkthrough" in listing and "7B" in listing
+    change = admin_client.get(reverse("admin:classes_handout_change", args=[handout.pk])).content.decode()
+    assert "amir" in change and "bea" in change and 'name="title"' in change
+    assert admin_client.get(reverse("admin:classes_handout_add")).status_code == 403
