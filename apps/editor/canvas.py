@@ -82,6 +82,8 @@ class BubbleView:
     head_badge: tuple[float, float]
     tail_badge: tuple[float, float]
     active: bool
+    boxes: list[tuple[float, float, float, float]] = field(default_factory=list)    # x, y, w, h: one round each member
+    bridges: list[tuple[float, float, float, float]] = field(default_factory=list)  # joining two wired members
 
 
 @dataclass
@@ -138,15 +140,52 @@ def layout(doc: dict[str, Any], style: str = "circuit", active_segment: str = ""
 
 
 def _bubble(doc: dict[str, Any], group: dict[str, Any], cards: dict[str, CardView], active: str) -> BubbleView | None:
+    """The segment drawn round its members only: a padded box each, joined by a bridge where two
+    wired members sit side by side or one above the other with no other card between them (one
+    box round them all took in any node that sat inside it, such as Start)."""
     members = segments.members_of(doc, group)
     if not members:  # an end is gone or the path is broken: no bubble
         return None
-    boxes = [cards[m] for m in members]
-    x0, y0 = max(0.0, min(c.x for c in boxes) - BUBBLE_PAD), max(0.0, min(c.y for c in boxes) - BUBBLE_PAD)
-    x1, y1 = max(c.x + CARD_W for c in boxes) + BUBBLE_PAD, max(c.y + c.h for c in boxes) + BUBBLE_PAD
+    boxes = {m: _padded(cards[m]) for m in members}
+    others = [_padded(c, 0) for i, c in cards.items() if i not in members]
+    bridges = []
+    for edge in doc.get("edges", []):
+        a, b = boxes.get(edge["source"]), boxes.get(edge["target"])
+        bridge = _bridge(a, b) if a and b and edge["source"] != edge["target"] else None
+        if bridge and not any(_overlap(bridge, o) for o in others) and bridge not in bridges:
+            bridges.append(bridge)
+    x0, y0 = min(b[0] for b in boxes.values()), min(b[1] for b in boxes.values())
+    x1, y1 = max(b[0] + b[2] for b in boxes.values()), max(b[1] + b[3] for b in boxes.values())
     head, tail = cards[group["headNodeId"]], cards[group["tailNodeId"]]
     return BubbleView(group["id"], head.label, tail.label, x0, y0, x1 - x0, y1 - y0,
-                      (head.x, max(0.0, head.y - 22)), (tail.x + CARD_W - 40, tail.y + tail.h + 6), group["id"] == active)
+                      (head.x, max(0.0, head.y - 22)), (tail.x + CARD_W - 40, tail.y + tail.h + 6), group["id"] == active,
+                      boxes=list(boxes.values()), bridges=bridges)
+
+
+Box = tuple[float, float, float, float]
+
+
+def _padded(card: CardView, pad: float = BUBBLE_PAD) -> Box:
+    x, y = max(0.0, card.x - pad), max(0.0, card.y - pad)
+    return x, y, card.x + CARD_W + pad - x, card.y + card.h + pad - y
+
+
+def _bridge(a: Box, b: Box) -> Box | None:
+    """The band joining two boxes across the gap between them, inset from their round corners."""
+    inset = BUBBLE_PAD / 2
+    top, bottom = max(a[1], b[1]) + inset, min(a[1] + a[3], b[1] + b[3]) - inset
+    left, right = min(a[0] + a[2], b[0] + b[2]), max(a[0], b[0])
+    if bottom > top and right > left:          # side by side
+        return left, top, right - left, bottom - top
+    left, right = max(a[0], b[0]) + inset, min(a[0] + a[2], b[0] + b[2]) - inset
+    top, bottom = min(a[1] + a[3], b[1] + b[3]), max(a[1], b[1])
+    if right > left and bottom > top:          # one above the other
+        return left, top, right - left, bottom - top
+    return None                                # apart, or already overlapping: the boxes say it
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
 
 
 def _card(node: dict[str, Any], entry: bool, edges: list[dict[str, Any]], enabled: Collection[str] | None) -> CardView:

@@ -160,8 +160,8 @@
   }
   // A bubble's border makes that segment the active one.
   document.addEventListener("click", function (event) {
-    var rect = event.target.closest && event.target.closest("rect.bubble");
-    if (rect && !rect.classList.contains("active")) post(rect.dataset.activateUrl, {});
+    var bubble = event.target.closest && event.target.closest("g.bubble");
+    if (bubble && bubble.dataset.activateUrl && !bubble.classList.contains("active")) post(bubble.dataset.activateUrl, {});
   });
 
   // -- keyboard shortcuts (ignored while typing) ------------------------------------------

@@ -20,7 +20,7 @@ from tests.e2e.test_walkthrough import VALUES
 pytestmark = pytest.mark.e2e
 
 NO_PATH = "Segment: no path from head to tail"
-LIGHT_ORANGE = "rgba(255, 180, 80, 0.22)"
+LIGHT_ORANGE = "rgb(250, 234, 215)"
 
 
 class Segments(Inspecting):
@@ -42,11 +42,11 @@ class Segments(Inspecting):
     @property
     def bubbles(self) -> Locator:
         # FALLBACK: the bubbles are an aria-hidden SVG; their <title>s name them.
-        return self.page.locator("#canvas svg.bubbles rect.bubble")
+        return self.page.locator("#canvas svg.bubbles g.bubble")
 
     @property
     def active_bubble(self) -> Locator:
-        return self.page.locator("#canvas svg.bubbles rect.bubble.active")  # FALLBACK, as above
+        return self.page.locator("#canvas svg.bubbles g.bubble.active")  # FALLBACK, as above
 
     def badge_text(self, text: str) -> Locator:
         return self.canvas.get_by_text(text, exact=True)
@@ -90,7 +90,7 @@ def test_step_6_create_segment_with_shift_select(page: Page):
 
     expect(editor.bubbles).to_have_count(1)
     expect(editor.active_bubble).to_have_count(1)
-    expect(editor.active_bubble).to_have_css("fill", LIGHT_ORANGE)
+    expect(editor.active_bubble.locator("rect.bubble-fill").first).to_have_css("fill", LIGHT_ORANGE)
     bubble = editor.active_bubble.bounding_box()
     for label in ("Reshape", "Softmax", "Print"):
         assert contains(bubble, editor.card(label).bounding_box()), label
@@ -157,9 +157,9 @@ def test_segments_coexist_remove_and_clear_active(page: Page):
     expect(editor.badge_text("HEAD")).to_have_count(2)
     expect(editor.badge_text("TAIL")).to_have_count(2)
 
-    # IN21: the border of the other bubble (its top edge, clear of badges and buttons).
+    # IN21: the border of the other bubble (its first box's top edge, clear of badges and buttons).
     first = editor.bubbles.and_(page.locator('[data-segment="seg-input-reshape"]'))
-    box = first.bounding_box()
+    box = first.locator("rect.bubble-edge").first.bounding_box()
     editor.submit(page.mouse.click, box["x"] + box["width"] / 2, box["y"])
     expect(editor.active_bubble).to_have_attribute("data-segment", "seg-input-reshape")
     editor.segment_inspector("TensorInput", "Reshape")

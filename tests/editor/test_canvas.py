@@ -25,3 +25,18 @@ def test_edges_know_their_ends_and_pictured_cards_are_taller():
     assert (edge.port, edge.target, edge.label) == ("tensor", "softmax", "Reshape.tensor → Softmax.tensor")
     height = {c.id: c.h for c in plain.cards}
     assert {c.id: c.h for c in pictured.cards} == {**height, "softmax": height["softmax"] + PICTURE_H}
+
+
+def test_a_bubble_goes_round_its_members_only():
+    """Issue 49 item 4: the Reshape → Print bubble of a graph whose Start sits between them
+    leaves Start out: one box per member, bridges only where no other card is in the way."""
+    doc = document.normalise(example("walkthrough"))
+    at = {"start": (300, 200), "reshape": (300, 0), "softmax": (300, 400), "print": (600, 400), "input": (0, 0)}
+    for node in doc["nodes"]:
+        node["position"] = {"x": float(at[node["id"]][0]), "y": float(at[node["id"]][1])}
+    doc["segmentGroups"] = [{"id": "seg", "headNodeId": "reshape", "tailNodeId": "print"}]
+    (bubble,) = layout(doc).bubbles
+    start = next(c for c in layout(doc).cards if c.id == "start")
+    inside = lambda box: box[0] <= start.x and start.x + 184 <= box[0] + box[2] and box[1] <= start.y <= box[1] + box[3]
+    assert len(bubble.boxes) == 3 and not any(inside(b) for b in bubble.boxes + bubble.bridges)
+    assert len(bubble.bridges) == 1   # softmax → print side by side; reshape ↓ softmax has Start between
