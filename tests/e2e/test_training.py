@@ -27,6 +27,9 @@ class Training(Inspecting):
     def train(self) -> None:
         """Run the lesson; the card's bar reports while it trains; wait until the run is over."""
         self.run()
+        self.until_trained()
+
+    def until_trained(self) -> None:
         bar = self.card("TrainingLoop").get_by_role("progressbar", name="Training progress")
         expect(bar).to_be_visible(timeout=TRAINING_S)
         expect(self.run_status()).to_contain_text("Run succeeded", timeout=TRAINING_S)
@@ -93,11 +96,16 @@ def test_the_digit_lesson_trains_with_javascript(page: Page):
 
 
 def test_the_digit_lesson_trains_without_javascript(nojs_page: Page):
+    """Also issue 49 item 2: the running page's self-refresh keeps the Training view chosen and
+    puts the column at its live progress (#watching), not back at its top."""
     editor = Training(nojs_page, js=False)
     editor.open_lesson()
     editor.capture_gradients()
-    editor.train()
     editor.open_training_tab()
+    editor.run()
+    nojs_page.wait_for_url(re.compile(r"refresh=\d+#watching$"), timeout=TRAINING_S)
+    expect(editor.inspector.get_by_role("region", name="Training progress")).to_be_in_viewport()
+    editor.until_trained()
     check_training_tab(editor)
     check_backward_tab(editor)
 

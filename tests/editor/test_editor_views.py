@@ -128,9 +128,13 @@ def test_run_then_the_page_shows_every_node_completed(student_client, tab, stude
 
 
 def test_a_running_page_refreshes_itself_without_javascript(student_client, tab, student):
+    """Issue 49 item 2: each refresh loads the page again (a new refresh value) and puts the
+    Inspector column at what changes while the run goes (#watching), not back at its top."""
     run = Run.objects.create(owner=student, status=Run.Status.RUNNING)
-    body = page(student_client, tab, f"?run={run.pk}")
-    assert '<noscript><meta http-equiv="refresh" content="1"></noscript>' in body
+    body = page(student_client, tab, f"?run={run.pk}&node=softmax")
+    refresh = re.search(r'<noscript><meta http-equiv="refresh" content="1; url=([^"]+)"></noscript>', body)
+    assert refresh and refresh.group(1).startswith(f"/editor/{tab.pk}/?run={run.pk}&amp;node=softmax&amp;refresh=")
+    assert refresh.group(1).endswith("#watching") and '<section aria-label="Outputs" id="watching">' in body
     assert f'ws-connect="/ws/runs/{run.pk}/"' in body
 
 
