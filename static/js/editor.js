@@ -121,6 +121,9 @@
       armed = { node: node, port: port.dataset.port, type: port.dataset.type };
       port.classList.add("armed");
       port.setAttribute("aria-pressed", "true");
+      hint(port.getAttribute("aria-label") + (armed.type === "TRIGGER"
+        ? " is picked: now click the node it should start (Esc cancels)."
+        : " is picked: now click an input (a dot on the left of a node) to connect it (Esc cancels)."));
     } else if (armed) {
       connect(node, port.dataset.port);
     }
@@ -129,8 +132,13 @@
     var a = armed; disarm();
     post(editor().dataset.connectUrl, { source: a.node, source_port: a.port, target: target, target_port: targetPort });
   }
+  function hint(text) {
+    var p = document.getElementById("connect-hint");
+    if (p) p.textContent = text;
+  }
   function disarm() {
     armed = null;
+    hint("");
     document.querySelectorAll(".port.armed").forEach(function (p) { p.classList.remove("armed"); p.setAttribute("aria-pressed", "false"); });
   }
 

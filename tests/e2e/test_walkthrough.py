@@ -185,8 +185,10 @@ class Editor:
         return [grid.get_by_role("textbox", name=f"Cell {i}", exact=True) for i in range(1, 17)]
 
     def connect_by_click(self, source: str, out_port: str, target: str, in_port: str) -> None:
-        """Click an output port, then an input port."""
+        """Click an output port (the canvas says what to click next), then an input port."""
         self.card(source).get_by_role("button", name=f"Output {out_port} of {source}", exact=True).click()
+        expect(self.page.get_by_role("status").filter(has_text="is picked: now click an input")).to_contain_text(
+            f"Output {out_port} of {source}")
         self.click(self.card(target).get_by_role("button", name=f"Input {in_port} of {target}", exact=True))
 
     def connect_by_select(self, source: str, out_port: str, target: str, in_port: str) -> None:
