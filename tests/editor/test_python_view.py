@@ -37,9 +37,34 @@ def test_the_python_page_shows_highlighted_code_to_copy_and_download(student_cli
     text = page.content.decode()
     assert page.status_code == 200 and "<html" in text
     assert '<div class="python-code">' in text and '<span class="c1"># Softmax (softmax): dim=-1</span>' in text
-    assert "4 of 4 nodes are plain PyTorch" in text
+    assert "All 4 nodes are written as plain PyTorch." in text   # in the view's words (no scikit-learn here)
+    assert "# All 4 nodes are plain PyTorch." in page.context["script"].text   # and the script's header
     assert 'data-copy="python-text" hidden' in text and 'id="python-text"' in text   # Copy appears with a script
     assert f'href="/editor/{tab.pk}/python/download" download="Softmax_walkthrough.py"' in text
+
+
+def test_the_view_says_in_words_which_nodes_the_engine_runs_and_where_to_run_the_script(student_client, student):
+    doc = document.normalise(example("classical-iris-knn"))
+    tab = Tab.objects.create(owner=student, title="Iris", document=doc)
+    page = student_client.get(f"/editor/{tab.pk}/python")
+    made, text = page.context["script"], page.content.decode()
+    others = made.total - made.plain
+    assert others >= 1, made.text
+    assert (f"{made.plain} of the {made.total} nodes are written as plain PyTorch or scikit-learn; the other {others} "
+            f"{'is one line' if others == 1 else 'are one line each'} that asks CodefyUI to run") in text
+    assert "in CodefyUI&#x27;s folder: it prints the same numbers" in text
+    assert made.text.splitlines()[1] == (f"# {made.plain} of the {made.total} nodes are plain PyTorch or scikit-learn; "
+                                         f"the other {others} run with CodefyUI's")
+
+
+def test_each_line_of_the_code_is_marked_with_its_indent_so_a_long_one_wraps_under_itself(student_client, student):
+    doc = document.normalise(example("train-digits"))
+    tab = Tab.objects.create(owner=student, title="Digits", document=doc)
+    text = student_client.get(f"/editor/{tab.pk}/python").content.decode()
+    assert '<span class="line i0"><span class="kn">import</span>' in text
+    assert '<span class="line i1">' in text and '<span class="line i2">' in text   # the training loop's body
+    script = student_client.get(f"/editor/{tab.pk}/python/download").content.decode()
+    assert text.count('<span class="line i') == len(script.splitlines())
 
 
 def test_with_htmx_it_is_the_dialogs_fragment(student_client, tab):

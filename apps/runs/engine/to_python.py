@@ -94,7 +94,8 @@ def script(plan: Plan, name: str, seed: int | None, *, device: str = "cpu", dete
     if gradients:
         notes.append("Capture gradients is on: the server runs one extra backward pass this script leaves out")
     body = "\n\n".join(blocks)
-    return Script(_header(name, plain, total, notes, seed) + _imports(body, deterministic) + body + "\n",
+    sklearn = any(re.search(rf"\b{module}\.", body) for module in SKLEARN)
+    return Script(_header(name, plain, total, notes, seed, sklearn) + _imports(body, deterministic) + body + "\n",
                   plain, total, notes, engine_nodes)
 
 
@@ -137,10 +138,14 @@ def _comment(text: str) -> str:
     return "".join(c if c.isprintable() else " " for c in str(text))
 
 
-def _header(name: str, plain: int, total: int, notes: list[str], seed: int | None) -> str:
-    lines = [f"# {_comment(name or 'Untitled graph')}: the graph as plain PyTorch, written by CodefyUI.",
-             f"# {plain} of {total} nodes are plain PyTorch (or scikit-learn)" + ("." if plain == total else
-             "; the others run with CodefyUI's engine (run this script in CodefyUI's folder).")]
+def _header(name: str, plain: int, total: int, notes: list[str], seed: int | None, sklearn: bool) -> str:
+    kind = "PyTorch or scikit-learn" if sklearn else "PyTorch"
+    lines = [f"# {_comment(name or 'Untitled graph')}: the graph as plain PyTorch, written by CodefyUI."]
+    if plain == total:
+        lines.append(f"# All {total} nodes are plain {kind}." if total > 1 else f"# Its one node is plain {kind}.")
+    else:
+        lines += [f"# {plain} of the {total} nodes are plain {kind}; the other {total - plain} run with CodefyUI's",
+                  "# engine (the run_node lines), so run this script in CodefyUI's folder."]
     if notes:
         lines.append("# NOT THE SAME NUMBERS as CodefyUI's run, because:")
         lines += [f"#   - {note}" for note in notes]

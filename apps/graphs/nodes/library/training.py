@@ -15,6 +15,7 @@ from ..base import NodeError, Param, Port, register
 from ._helpers import LibraryNode, shape_str
 from . import training_code as code
 from ._datasets import DataLoader as BatchLoader
+from ._schedulers import rebuilt_scheduler
 
 CATEGORY = "Training"
 
@@ -183,19 +184,6 @@ def _rebuilt_optimizer(optimizer: torch.optim.Optimizer, weights: list[nn.Parame
     return kind(weights, **{k: v for k, v in optimizer.defaults.items() if k in accepted})
 
 
-def _rebuilt_scheduler(scheduler: Any, optimizer: torch.optim.Optimizer) -> Any:
-    """The same scheduler (class and settings) over the rebuilt optimizer."""
-    kind = type(scheduler)
-    accepted = inspect.signature(kind.__init__).parameters
-    state = scheduler.state_dict()
-    settings = {k: v for k, v in state.items() if k in accepted and k not in ("optimizer", "last_epoch", "verbose")
-                and isinstance(v, (int, float, str, bool, list, tuple))}
-    try:
-        return kind(optimizer, **settings)
-    except (TypeError, ValueError) as exc:
-        raise NodeError(f"TrainingLoop could not set up the {kind.__name__} scheduler again: {exc}") from exc
-
-
 class _SizeGuard:
     """Which of a loop's steps the element limit must see. Every op of a step makes results that
     grow with the batch, so once a step at some batch size passed the guard, a step at that size
@@ -300,7 +288,7 @@ class _Training:
             self.loss_fn = loss_fn.to(self.device)
         self.weights = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = _rebuilt_optimizer(optimizer, self.weights)
-        self.scheduler = _rebuilt_scheduler(scheduler, self.optimizer) if scheduler is not None else None
+        self.scheduler = rebuilt_scheduler(scheduler, self.optimizer) if scheduler is not None else None
         self.epochs, self.patience = params["epochs"], params["early_stopping_patience"]
         self.clip, self.accumulate = params["grad_clip_norm"], params["accumulate_steps"]
         self.precision = params["precision"]
