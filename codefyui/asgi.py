@@ -24,7 +24,7 @@ def _recover_runs() -> None:
     """Runs a previous server process left running can never finish: mark them interrupted."""
     from django.db.utils import DatabaseError
 
-    from apps.runs.service import mark_interrupted_runs
+    from apps.runs.housekeeping import mark_interrupted_runs
     try:
         mark_interrupted_runs()
     except DatabaseError:  # not migrated yet; `manage.py migrate` first

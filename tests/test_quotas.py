@@ -104,7 +104,7 @@ def test_a_student_keeps_their_newest_runs_and_older_finished_ones_go_with_their
 
     from django.utils import timezone
 
-    from apps.runs import service
+    from apps.runs import housekeeping, service
     from apps.runs.models import Run
     from apps.runs.store import get_store
 
@@ -128,10 +128,10 @@ def test_a_student_keeps_their_newest_runs_and_older_finished_ones_go_with_their
 
     started = service.start_run(student, doc)   # what notes a student for the next sweep
     service.wait_for(started.pk)
-    service._pruner.sweep()
+    housekeeping.PRUNER.sweep()
 
     kept = set(Run.objects.filter(owner=student).values_list("pk", flat=True))
     assert kept == {still_running.pk, newest[1].pk, newest[2].pk, started.pk}
     assert not store.has_run(str(old[0].pk))
     assert Run.objects.filter(owner=stranger).count() == 4   # nobody noted them: not pruned
-    assert service.prune_runs(stranger.pk) == 1
+    assert housekeeping.prune_runs(stranger.pk) == 1

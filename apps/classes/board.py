@@ -29,7 +29,7 @@ STATUS_WORDS = {
     Run.Status.INTERRUPTED: "Interrupted (the server restarted)",
 }
 NOT_RUN = "Not run yet"
-FAILED_NODE = ev.NODE_ERROR.removeprefix("node_")   # a node's status in Run.nodes (service._Recorder)
+FAILED_NODE = ev.NODE_ERROR.removeprefix("node_")   # a node's status in Run.nodes (recorder.Recorder)
 
 
 @dataclass

@@ -4,8 +4,9 @@ Views, the JSON API and the CLI call these functions; none of them talks to the 
 the capture store directly. A server run goes: ``start_run`` validates the document and
 creates a queued Run row, the fair queue (round-robin across students) hands it to a run
 worker process (apps/runs/workers.py) with the owner's cache hits and kept layers, the
-engine runs it there, and the ``_Recorder`` turns the events that come back into Run-row
-updates (batched) and hands them to listeners (the live-progress push subscribes there).
+engine runs it there, and its recorder (recorder.py) turns the events that come back into
+Run-row updates (batched) and hands them to listeners (the live-progress push subscribes
+there). Pruning old runs and marking interrupted ones is housekeeping.py's.
 """
 from __future__ import annotations
 
@@ -15,12 +16,10 @@ import logging
 import os
 import re
 import threading
-import time
-from datetime import datetime, timezone as dt_timezone
 from typing import Any, Callable, Collection
 
 from cachetools import FIFOCache
-from django.db import close_old_connections, connections, transaction
+from django.db import close_old_connections, transaction
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django.utils import timezone
@@ -35,7 +34,9 @@ from codefyui.memo import ByContent
 
 from . import engine, shares, workers
 from .engine import events as ev
+from .housekeeping import PRUNER
 from .models import Run, ScriptNodes
+from .recorder import Recorder
 from .store import get_store
 
 log = logging.getLogger("codefyui.runs")
@@ -132,7 +133,7 @@ class _LiveRun:
 
     def __init__(self, run: Run, job: workers.Job, cache):
         self.run, self.job, self.cache = run, job, cache
-        self.recorder = _Recorder(job.run_id)
+        self.recorder = Recorder(job.run_id, _listeners)
         self.ended = threading.Event()
         self.waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
 
@@ -250,7 +251,7 @@ _lock = threading.Lock()
 def start_workers(size: int | None = None, spares: int | None = None) -> workers.WorkerPool:
     """Run server runs in a supervised pool of worker processes from now on (the server's
     start-up calls this; without it runs execute in a thread of this process), and prune
-    students' old runs (``_Pruner``). ``spares``: workers that take a run only while all the
+    students' old runs (``housekeeping.PRUNER``). ``spares``: workers that take a run only while all the
     others hold long ones (WorkerPool), by default as many as CODEFYUI_MAX_CONCURRENT_RUNS
     leaves room for."""
     size = conf.RUN_WORKERS if size is None else size
@@ -263,7 +264,7 @@ def start_workers(size: int | None = None, spares: int | None = None) -> workers
         previous, _runs.executor = _runs.executor, pool
     previous.close()
     pool.start()
-    _pruner.start()
+    PRUNER.start()
     return pool
 
 
@@ -272,7 +273,7 @@ def stop_workers() -> None:
     with _runs.lock:
         previous, _runs.executor = _runs.executor, workers.InProcessExecutor(_runs.dispatch)
     previous.close()
-    _pruner.stop()
+    PRUNER.stop()
 
 
 def add_listener(listener: Callable[[ev.Event], None]) -> None:
@@ -314,7 +315,7 @@ def _enqueue(run: Run, planned: engine.Plan, options: dict[str, Any], weights_sc
                                                  files_max_files=files.max_files,
                                                  scripts=scripts), share=shares.of(run.owner_id))
     _runs.submit(_LiveRun(run, job, _cache.scope(run.owner_id)))
-    _pruner.note(run.owner_id)
+    PRUNER.note(run.owner_id)
 
 
 def user_files(user_pk: int) -> engine.UserFiles:
@@ -438,201 +439,12 @@ def delete_run(run: Run) -> None:
     run.delete()
 
 
-def prune_runs(owner_pk: int) -> int:
-    """Delete the owner's finished runs older than their newest CODEFYUI_MAX_RUNS_PER_USER
-    (with their captures); how many went. A run still queued or running is never deleted."""
-    older = Run.objects.filter(owner_id=owner_pk).order_by("-created")[max(0, conf.MAX_RUNS_PER_USER):]
-    stale = [pk for pk, status in older.values_list("pk", "status") if status not in Run.UNFINISHED]
-    store = get_store()
-    for start in range(0, len(stale), 500):   # within every database's limit on query parameters
-        chunk = stale[start:start + 500]
-        for pk in chunk:
-            store.drop_run(str(pk))
-        Run.objects.filter(pk__in=chunk).delete()
-    return len(stale)
-
-
-class _Pruner:
-    """While the server runs (``start_workers``), a thread that every EVERY_S prunes the runs
-    of the students who started one since (``prune_runs``): a run's start costs nothing more,
-    and a script that runs in a loop cannot fill the server's disk with run records."""
-
-    EVERY_S = 60.0
-
-    def __init__(self) -> None:
-        self._owners: set[int] = set()
-        self._lock = threading.Lock()
-        self._stop: threading.Event | None = None
-
-    def note(self, owner_pk: int) -> None:
-        with self._lock:
-            self._owners.add(owner_pk)
-
-    def sweep(self) -> None:
-        with self._lock:
-            owners, self._owners = self._owners, set()
-        try:
-            for owner_pk in owners:
-                try:
-                    prune_runs(owner_pk)
-                except Exception:
-                    log.exception("could not prune the runs of user %s", owner_pk)
-        finally:
-            connections.close_all()   # this thread holds no connection between sweeps
-
-    def start(self) -> None:
-        self.stop()
-        self._stop = stop = threading.Event()
-        threading.Thread(target=self._loop, args=(stop,), daemon=True, name="run-pruner").start()
-
-    def stop(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
-            self._stop = None
-
-    def _loop(self, stop: threading.Event) -> None:
-        while not stop.wait(self.EVERY_S):
-            self.sweep()
-
-
-_pruner = _Pruner()
-
-
-def mark_interrupted_runs() -> int:
-    """Runs a previous server process left unfinished can never finish: say so, for the run
-    and for each node that was running or queued in it."""
-    runs = list(Run.objects.filter(status__in=Run.UNFINISHED).only("pk", "nodes"))
-    for run in runs:
-        nodes = {node: {**state, "status": "interrupted"} if state.get("status") in ("running", "queued") else state
-                 for node, state in (run.nodes or {}).items()}
-        Run.objects.filter(pk=run.pk, status__in=Run.UNFINISHED).update(
-            status=Run.Status.INTERRUPTED, error="The server restarted before this run finished.",
-            finished=timezone.now(), nodes=nodes)
-    return len(runs)
-
-
 def wait_for(run_id, timeout: float = 30.0) -> Run:
     """Block until a run has finished (tests and scripts; never in a request)."""
     live = _runs.live.get(str(run_id))
     if live is not None:
         live.ended.wait(timeout)
     return Run.objects.get(pk=run_id)
-
-
-class _Recorder:
-    """Engine events -> the Run row, then the listeners. Statuses and log rows are kept here
-    and written in batches: at once when the run ends, otherwise at most every 0.25 s (a
-    flusher writes what a quiet stretch left), so an event costs O(1) whatever the graph's
-    size and a short run costs one write. Readers that need the newest state use ``overlay``."""
-
-    EVERY_S = 0.25
-
-    def __init__(self, run_id: str):
-        self.run_id = run_id
-        self.nodes: dict[str, dict[str, Any]] = {}
-        self.log: list[dict[str, Any]] = []
-        self.fields: dict[str, Any] = {}
-        self.paused = False   # paused for a stand-in worker (WorkerPool): the page says so, the row does not
-        self._dirty = False
-        self._written = time.monotonic()  # the row's insert: a run that ends within 0.25 s costs one write
-        self._lock = threading.Lock()
-
-    def __call__(self, event: ev.Event) -> None:
-        with self._lock:
-            now_too = self._record(event)
-            if now_too or (self._dirty and time.monotonic() - self._written >= self.EVERY_S):
-                self._write()
-            elif self._dirty:
-                _flusher.watch(self)
-        for listener in list(_listeners):
-            try:
-                listener(event)
-            except Exception:
-                log.exception("run listener failed")
-
-    def _record(self, event: ev.Event) -> bool:
-        """Keep what the event changes; True when the row must be written at once."""
-        entry = ev.log_entry(event)
-        if entry:
-            self.log.append(entry)
-            self._dirty = True
-        if event.kind == ev.LOG and "paused" in (event.data or {}):
-            self.paused = event.data["paused"]
-        if event.kind == ev.RUN_STARTED:
-            self.fields.update(status=Run.Status.RUNNING, started=_when(event),
-                               device=(event.data or {}).get("device", ""))
-            self._dirty = True
-            return False
-        if event.kind in ev.TERMINAL_STATUS:
-            self.fields.update(status=ev.TERMINAL_STATUS[event.kind], error=event.error or "",
-                               finished=_when(event))
-            return True
-        if event.kind == ev.PROGRESS and event.node_id:
-            self.nodes.setdefault(event.node_id, {"status": "running"})["progress"] = event.data
-            self._dirty = True
-        elif event.node_id and event.kind.startswith("node_"):
-            node = {"status": event.kind.removeprefix("node_")}
-            if event.error:
-                node["error"] = event.error
-            if event.summary is not None:
-                node["summary"] = event.summary
-            if "progress" in self.nodes.get(event.node_id, {}):  # the Training pane reads it after the run too
-                node["progress"] = self.nodes[event.node_id]["progress"]
-            self.nodes[event.node_id] = node
-            self._dirty = True
-        return False
-
-    def _write(self) -> None:
-        Run.objects.filter(pk=self.run_id).update(nodes=self.nodes, log=self.log, **self.fields)
-        self._dirty, self._written = False, time.monotonic()
-
-    def flush(self) -> None:
-        with self._lock:
-            if self._dirty:
-                self._write()
-
-    def overlay(self, run: Run) -> None:
-        with self._lock:
-            run.nodes, run.log, run.paused = dict(self.nodes), list(self.log), self.paused
-            for name, value in self.fields.items():
-                setattr(run, name, value)
-
-
-def _when(event: ev.Event) -> datetime:
-    """When the event happened in its run (its worker's clock is this machine's): events come
-    in batches, so the moment one is read says less (a short run's start and end arrive together)."""
-    return datetime.fromtimestamp(event.time, tz=dt_timezone.utc)
-
-
-class _Flusher:
-    """One thread that writes the rows recorders left unwritten after a quiet stretch."""
-
-    def __init__(self) -> None:
-        self._pending: set[_Recorder] = set()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-
-    def watch(self, recorder: _Recorder) -> None:
-        with self._lock:
-            self._pending.add(recorder)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, daemon=True, name="run-records")
-                self._thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            time.sleep(_Recorder.EVERY_S)
-            with self._lock:
-                pending, self._pending = self._pending, set()
-            for recorder in pending:
-                try:
-                    recorder.flush()
-                except Exception:   # e.g. a locked database: tried again next round, not left stale
-                    log.exception("could not write run %s", recorder.run_id)
-                    self.watch(recorder)
-
-
-_flusher = _Flusher()
 
 
 def worker_usage() -> dict[str, int]:

@@ -3,7 +3,7 @@ is the server's side of it, worker_start.py how it starts).
 
 A worker is a pure executor: a Job goes in (the plan, the run options, the cached outputs the
 server found for it, the tab's kept layers); events, captures, new cache entries and the
-layers the run ended with come out, in that order, over one Unix socket (wire.py). It has
+layers the run ended with come out, in that order, over one Unix socket (wire/). It has
 its own torch global state (seed, deterministic flag, thread count), so a seeded or
 deterministic run changes nothing for anyone else. No Django here.
 """

@@ -5,7 +5,7 @@ torch global state. It is forked from a forkserver that has imported torch and t
 once (worker_start.py), so a new worker costs a fork, not an interpreter importing torch.
 What lasts between runs stays in the server (capture store, execution cache, kept weights),
 so a replaced worker loses nothing but the run it held. Tensors cross by shared memory,
-never as pickled bytes (wire.py). Node classes cross by reference (module and name): a
+never as pickled bytes (wire/). Node classes cross by reference (module and name): a
 worker imports the module that defines a planned node, so a node module that imports no
 Django runs in workers without anything more.
 

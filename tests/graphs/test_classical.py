@@ -1,5 +1,5 @@
-"""The classical machine-learning nodes (apps/graphs/nodes/library/classical.py), each against
-scikit-learn's or torch's own result on a tiny input, with their messages and bounds."""
+"""The classical machine-learning nodes (apps/graphs/nodes/library/tables.py and classical.py),
+each against scikit-learn's or torch's own result on a tiny input, with their messages and bounds."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +8,7 @@ import torch
 from sklearn import datasets, ensemble, linear_model, model_selection, neighbors, neural_network, svm, tree
 
 from apps.graphs.nodes.base import NodeError, registry
-from apps.graphs.nodes.library import classical
+from apps.graphs.nodes.library import classical, tables
 from apps.graphs.nodes.library._estimators import FittedEstimator
 from apps.runs.engine.files import UserFiles
 
@@ -233,7 +233,7 @@ def test_csv_reader_refuses_ragged_rows_bad_text_and_big_files(ctx, files, monke
     (files / "e.csv").write_text("")
     with pytest.raises(NodeError, match="'e.csv' is empty"):
         run(ctx, "CSVReader", path="e.csv")
-    monkeypatch.setattr(classical, "CSV_MAX_BYTES", 100)
+    monkeypatch.setattr(tables, "CSV_MAX_BYTES", 100)
     with pytest.raises(NodeError, match=r"is 0.0 MB; CSVReader reads files of at most 0 MB"):
         run(ctx, "CSVReader")
 

@@ -5,7 +5,7 @@ import pytest
 
 from apps.graphs import document
 from apps.editor.models import Tab
-from apps.runs import service
+from apps.runs import housekeeping, service
 from apps.runs.models import Run
 from apps.runs.store import StoreUnreachable
 
@@ -230,7 +230,7 @@ def test_a_node_running_when_the_server_stopped_reads_interrupted_after_a_restar
     """After a restart, the node that was running shows Interrupted on the canvas and in the Inspector."""
     run = Run.objects.create(owner=student, status=Run.Status.RUNNING, nodes={
         "start": {"status": "completed"}, "input": {"status": "completed"}, "reshape": {"status": "running"}})
-    service.mark_interrupted_runs()
+    housekeeping.mark_interrupted_runs()
     body = page(student_client, tab, f"node=reshape&run={run.pk}")
     assert 'class="badge badge-interrupted" role="status">Interrupted</span>' in body
     assert "Interrupted: the server restarted while this node was running; run the graph again" in body

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.graphs import document
 from apps.graphs.models import Graph
-from apps.runs import api, service
+from apps.runs import api, housekeeping, service
 from apps.accounts.models import ApiToken
 from apps.runs.models import Run
 
@@ -245,7 +245,7 @@ def test_an_unfinished_run_cannot_be_deleted_but_can_be_cancelled(student_client
 def test_runs_left_running_by_a_restart_are_marked_interrupted(student):
     run = Run.objects.create(owner=student, status=Run.Status.RUNNING, nodes={
         "done": {"status": "completed"}, "busy": {"status": "running"}})
-    assert service.mark_interrupted_runs() == 1
+    assert housekeeping.mark_interrupted_runs() == 1
     run.refresh_from_db()
     assert run.status == "interrupted"
     assert run.nodes == {"done": {"status": "completed"}, "busy": {"status": "interrupted"}}

@@ -322,10 +322,10 @@ def test_without_persist_weights_every_run_starts_fresh(walkthrough):
 @pytest.mark.django_db(transaction=True)
 def test_a_long_chain_writes_its_run_row_a_few_times_not_once_per_event(student, monkeypatch):
     """Run records cost O(1) per event: statuses and log rows are written in batches."""
-    from apps.runs import service
+    from apps.runs import recorder as recorder_module, service
     writes = []
-    write = service._Recorder._write
-    monkeypatch.setattr(service._Recorder, "_write", lambda self: writes.append(time.monotonic()) or write(self))
+    write = recorder_module.Recorder._write
+    monkeypatch.setattr(recorder_module.Recorder, "_write", lambda self: writes.append(time.monotonic()) or write(self))
     nodes = [{"id": "start", "type": "Start"},
              {"id": "n0", "type": "TensorInput", "data": {"params": {"shape": "1,4", "value_mode": "ones"}}}]
     edges = [{"id": "t", "type": "trigger", "source": "start", "sourceHandle": "trigger", "target": "n0"}]
@@ -337,19 +337,19 @@ def test_a_long_chain_writes_its_run_row_a_few_times_not_once_per_event(student,
     run = service.wait_for(service.start_run(student, document.normalise({"nodes": nodes, "edges": edges})).pk)
     took = time.monotonic() - started
     assert run.status == "succeeded" and len(run.nodes) == 401 and run.nodes["n399"]["status"] == "completed"
-    assert len(writes) <= 3 + took / service._Recorder.EVERY_S  # start, end, and one per 0.25 s at most
+    assert len(writes) <= 3 + took / recorder_module.Recorder.EVERY_S  # start, end, and one per 0.25 s at most
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_short_run_writes_its_run_row_once_at_its_end(student, monkeypatch):
     """A run that ends within 0.25 s of its insert costs one UPDATE, with its end in it."""
-    from apps.runs import service
+    from apps.runs import recorder as recorder_module, service
     writes = []
-    write = service._Recorder._write
-    monkeypatch.setattr(service._Recorder, "_write", lambda self: writes.append(dict(self.fields)) or write(self))
+    write = recorder_module.Recorder._write
+    monkeypatch.setattr(recorder_module.Recorder, "_write", lambda self: writes.append(dict(self.fields)) or write(self))
     # However slow the machine, the run ends "within 0.25 s", and no quiet stretch is flushed.
-    monkeypatch.setattr(service._Recorder, "EVERY_S", 60)
-    monkeypatch.setattr(service._flusher, "watch", lambda recorder: None)
+    monkeypatch.setattr(recorder_module.Recorder, "EVERY_S", 60)
+    monkeypatch.setattr(recorder_module.FLUSHER, "watch", lambda recorder: None)
     doc = document.normalise({"nodes": [
         {"id": "start", "type": "Start"},
         {"id": "x", "type": "TensorInput", "data": {"params": {"shape": "1,2", "value_mode": "ones"}}}],
@@ -365,13 +365,13 @@ def test_a_row_the_flusher_could_not_write_is_written_on_its_next_round(student,
     until the run's next event (a node that holds for minutes would show "queued" that long)."""
     from django.db import OperationalError
 
-    from apps.runs import service
+    from apps.runs import recorder as recorder_module
     from apps.runs.engine import events as ev
     from apps.runs.models import Run
-    monkeypatch.setattr(service._Recorder, "EVERY_S", 0.05)
+    monkeypatch.setattr(recorder_module.Recorder, "EVERY_S", 0.05)
     # A flusher of its own: the server's thread may be in a long sleep another test set.
-    monkeypatch.setattr(service, "_flusher", service._Flusher())
-    write, failures = service._Recorder._write, []
+    monkeypatch.setattr(recorder_module, "FLUSHER", recorder_module.Flusher())
+    write, failures = recorder_module.Recorder._write, []
 
     def flaky(self):
         if not failures:
@@ -379,11 +379,11 @@ def test_a_row_the_flusher_could_not_write_is_written_on_its_next_round(student,
             raise OperationalError("database is locked")
         write(self)
 
-    monkeypatch.setattr(service._Recorder, "_write", flaky)
+    monkeypatch.setattr(recorder_module.Recorder, "_write", flaky)
     row = Run.objects.create(owner=student)
-    recorder = service._Recorder(str(row.pk))
+    recorder = recorder_module.Recorder(str(row.pk))
     recorder._record(ev.Event(ev.RUN_STARTED, str(row.pk)))   # kept, and left for the flusher to write
-    service._flusher.watch(recorder)
+    recorder_module.FLUSHER.watch(recorder)
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and Run.objects.get(pk=row.pk).status != Run.Status.RUNNING:
         time.sleep(0.02)
@@ -393,11 +393,11 @@ def test_a_row_the_flusher_could_not_write_is_written_on_its_next_round(student,
 @pytest.mark.django_db
 def test_a_runs_start_and_end_are_when_they_happened_not_when_their_batch_was_read(student):
     """A worker sends a short run's events together: its duration still says how long it ran."""
-    from apps.runs import service
+    from apps.runs import recorder as recorder_module
     from apps.runs.engine import events as ev
     from apps.runs.models import Run
     row = Run.objects.create(owner=student)
-    recorder = service._Recorder(str(row.pk))
+    recorder = recorder_module.Recorder(str(row.pk))
     began = time.time() - 5
     recorder(ev.Event(ev.RUN_STARTED, str(row.pk), time=began))
     recorder(ev.Event(ev.RUN_COMPLETED, str(row.pk), time=began + 0.007))

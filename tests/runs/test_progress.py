@@ -2,7 +2,7 @@
 the socket turns it into the card's bar."""
 from __future__ import annotations
 
-from apps.runs import service
+from apps.runs.recorder import Recorder
 from apps.runs.consumers import fragment
 from apps.runs.engine import events as ev
 from apps.runs.status import progress_line
@@ -11,7 +11,7 @@ REPORT = {"epoch": 3, "epochs": 10, "batch": 2, "batches": 4, "losses": [0.9, 0.
 
 
 def test_the_recorder_keeps_the_latest_progress_after_the_node_completes():
-    recorder = service._Recorder("r")
+    recorder = Recorder("r")
     recorder._record(ev.Event(ev.NODE_RUNNING, "r", "train"))
     recorder._record(ev.Event(ev.PROGRESS, "r", "train", data={**REPORT, "batch": 1}))
     recorder._record(ev.Event(ev.PROGRESS, "r", "train", data=REPORT))

@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from apps.runs import service
+from apps.runs.recorder import Recorder
 from apps.runs.engine import events as ev
 from apps.runs.models import Run
 
@@ -16,7 +16,7 @@ STARTED, FINISHED = 1_796_466_615.123456, 1_796_466_616.5
 
 def test_a_runs_events_read_back_from_its_row(student):
     run = Run.objects.create(owner=student, options={"seed": 42}, graph_name="CNN ✓")
-    recorder = service._Recorder(str(run.pk))    # the id as the worker sends it: text
+    recorder = Recorder(str(run.pk))    # the id as the worker sends it: text
     recorder(ev.Event(ev.RUN_STARTED, recorder.run_id, data={"device": "cpu"}, time=STARTED))
     recorder(ev.Event(ev.NODE_COMPLETED, recorder.run_id, "a", label="a", summary=SUMMARY))
     recorder(ev.Event(ev.LOG, recorder.run_id, "a", label="a", text="Print: tensor([1., 2.]) — naïve ✓"))
@@ -32,7 +32,7 @@ def test_a_runs_events_read_back_from_its_row(student):
 
 def test_a_deleted_runs_recorder_writes_nothing_and_does_not_fail(student):
     run = Run.objects.create(owner=student)
-    recorder = service._Recorder(str(run.pk))
+    recorder = Recorder(str(run.pk))
     run.delete()
     recorder(ev.Event(ev.RUN_FAILED, recorder.run_id, error="gone", level="error"))
     assert not Run.objects.filter(pk=recorder.run_id).exists()

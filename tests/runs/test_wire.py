@@ -9,8 +9,8 @@ import threading
 import pytest
 import torch
 
-from apps.runs import wire
 from apps.runs.wire import Wire
+from apps.runs.wire.arena import mapping_of
 
 
 @pytest.fixture
@@ -184,7 +184,7 @@ def test_a_slice_sent_back_to_its_worker_crosses_where_it_lies(worker_and_server
     back = worker.recv()[1]
     assert torch.equal(back, t)
     # the same slice of the arena (both ends are in this process here, so through one mapping of it)
-    assert wire._mapping_of(back.untyped_storage())[1] == wire._mapping_of(hit.untyped_storage())[1]
+    assert mapping_of(back.untyped_storage())[1] == mapping_of(hit.untyped_storage())[1]
     worker.send(("captures", [back]))               # served from the cache: the same storage again
     assert server.recv()[1][0].untyped_storage().data_ptr() == hit.untyped_storage().data_ptr()
 

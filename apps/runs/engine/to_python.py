@@ -3,7 +3,7 @@
 ``script(plan, name, seed)`` walks the plan in the order a run executes it (a seeded run goes
 one node at a time in plan order, executor._Runner) and asks each node for its translation
 (``Node.to_python``, declared beside the node). Every node gets one commented block; a node
-that draws random numbers gets the seed the engine gives it (``executor.node_seed``), so the
+that draws random numbers gets the seed the engine gives it (``node_context.node_seed``), so the
 script prints the numbers the server's run computes. A node without a translation becomes one
 call into CodefyUI's engine (``run_node``), and the block says so.
 
@@ -25,7 +25,8 @@ from apps.graphs.nodes.base import Node, resolve
 from apps.graphs.nodes.library._helpers import manual_seed
 from apps.graphs.nodes.python import Names, NodeCode, NotPlain, literal
 
-from .executor import RunOptions, _Context, node_seed
+from .executor import RunOptions
+from .node_context import NodeContext, node_seed
 from .plan import Plan, PlannedNode
 
 # Names the script's own lines use: no node's variable takes them.
@@ -189,7 +190,7 @@ def run_node(type_key: str, params: dict[str, Any], seed: int | None, inputs: di
     if problems:
         raise ValueError("; ".join(problems))
     node = PlannedNode("script", type_key, type_key, cls, values, {}, frozenset())
-    ctx = _Context(node, RunOptions(run_id="script", record=False), torch.device("cpu"), lambda event: None)
+    ctx = NodeContext(node, RunOptions(run_id="script", record=False), torch.device("cpu"), lambda event: None)
     ctx.seed = seed
     if seed is not None:
         manual_seed(seed)

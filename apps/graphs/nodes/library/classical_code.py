@@ -1,5 +1,5 @@
-"""The classical nodes as scikit-learn code: each node of classical.py gets its ``to_python``
-here (classical.py is too long to take more; the last lines of this module attach them).
+"""The classical nodes as scikit-learn code: each node of tables.py and classical.py gets its
+``to_python`` here (the last lines of this module attach them).
 
 Each function writes what the node's ``run`` computes, in its order: the rows as float64
 arrays, labels as text, the same estimator settings and ``random_state``, so a script prints
@@ -10,7 +10,7 @@ on has the engine run that classifier.
 """
 from __future__ import annotations
 
-from . import classical
+from . import classical, tables
 from ._helpers import random_state
 
 
@@ -156,8 +156,8 @@ def accuracy(cls, code, params, predictions, labels):
             "correct": correct, "total": total}
 
 
-for _node, _code in ((classical.SyntheticDataset, synthetic_dataset), (classical.TrainTestSplit, train_test_split),
-                     (classical.Normalize, normalize), (classical.KNN, knn),
+for _node, _code in ((tables.SyntheticDataset, synthetic_dataset), (tables.TrainTestSplit, train_test_split),
+                     (tables.Normalize, normalize), (classical.KNN, knn),
                      (classical.LogisticRegression, logistic_regression),
                      (classical.DecisionTreeClassifier, decision_tree),
                      (classical.RandomForestClassifier, random_forest), (classical.SVMClassifier, svm),
