@@ -4,8 +4,6 @@ from __future__ import annotations
 import copy
 import json
 import pickle
-import subprocess
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,7 +13,6 @@ from apps.graphs import layers
 from apps.graphs.nodes.base import NodeError, ParamError, registry
 from apps.graphs.nodes.library.sequential import DEFAULT_LAYERS
 
-CODEFYUI = Path("/work/.mirror/CodefyUI+CodefyUI/repo")
 
 
 def run_model(ctx, spec) -> nn.Module:
@@ -217,29 +214,3 @@ def test_a_shape_that_does_not_fit_is_named_and_stops_the_trace():
     spec = layers.chain_of([("c", "Conv2d", {"in_channels": 3}), ("f", "Flatten", {})])
     shapes = layers.trace_shapes(layers.parse(spec), [[1, 1, 8, 8]])
     assert shapes == {"c": "Conv2d expects 3 channels, gets 1"}
-
-
-# -- CodefyUI's own files -------------------------------------------------------------------
-
-def codefyui_models():
-    if not CODEFYUI.exists():
-        return []
-    names = subprocess.run(["git", "-C", str(CODEFYUI), "ls-tree", "-r", "--name-only", "HEAD"],
-                           capture_output=True, text=True).stdout.split()
-    found = []
-    for name in names:
-        if name.endswith("graph.json"):
-            text = subprocess.run(["git", "-C", str(CODEFYUI), "show", f"HEAD:{name}"],
-                                  capture_output=True, text=True).stdout
-            found += [(name, n["data"]["params"]["layers"]) for n in json.loads(text)["nodes"]
-                      if n["type"] == "SequentialModel"]
-    return found
-
-
-@pytest.mark.skipif(not CODEFYUI.exists(), reason="CodefyUI's repository is not on this machine")
-def test_codefyuis_example_models_import_and_build(ctx):
-    found = codefyui_models()
-    assert len(found) >= 8
-    for name, text in found:
-        model = run_model(ctx, text)
-        assert sum(p.numel() for p in model.parameters()) > 0, name
