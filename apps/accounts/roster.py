@@ -26,7 +26,7 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 from django.utils.text import slugify
 
-from .models import Classroom
+from .models import Classroom, Enrolment
 from .roles import enrol
 
 MAX_ACCOUNTS = 60        # accounts one step adds
@@ -316,3 +316,12 @@ def _set_active(classroom: Classroom, active: bool) -> int:
 def class_has_ended(user) -> bool:
     """Whether this (inactive) account is locked because its class ended."""
     return Classroom.objects.filter(enrolments__student=user, ended__isnull=False).exists()
+
+
+def lock_if_ended(sender, instance: Enrolment, **_) -> None:
+    """A student put into an ended class by any way (the admin's inline too) cannot log in
+    either, as the class's other students cannot."""
+    student = instance.student
+    if instance.classroom.ended and student.is_active and not (student.is_staff or student.is_superuser):
+        student.is_active = False
+        student.save(update_fields=["is_active"])

@@ -31,3 +31,19 @@ def test_the_class_pages_have_nothing_inline(teacher_client, classroom, pupils, 
              teacher_client.post(reverse("classes:roster-add", args=[classroom.pk]), {"csv_text": "x y,Bad"})]
     for page in pages:
         assert inline_parts(page.content.decode()) == []
+
+
+def test_a_student_added_to_an_ended_class_in_the_admin_cannot_log_in_either(classroom, pupils, client):
+    """Item 6: however a student joins an ended class (here as the admin's inline does), they
+    are locked out as its other students are; a teacher or an administrator never is."""
+    from apps.accounts.models import Enrolment
+    from apps.accounts.roster import end_class
+    end_class(classroom)
+    late = User.objects.create_user("late-kid", password="pw-late-123")
+    Enrolment.objects.create(student=late, classroom=classroom)
+    assert not User.objects.get(pk=late.pk).is_active
+    answer = client.post(reverse("login"), {"username": "late-kid", "password": "pw-late-123"})
+    assert answer.status_code == 200 and "Your class has ended" in answer.content.decode()
+    staff = User.objects.create_user("helper-admin", is_staff=True)
+    Enrolment.objects.create(student=staff, classroom=classroom)
+    assert User.objects.get(pk=staff.pk).is_active
