@@ -2,7 +2,6 @@
 process, prints the numbers the server's run computes, or says at its top that it cannot."""
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
