@@ -299,3 +299,26 @@ def test_every_translated_op_gives_the_same_numbers(tmp_path):
     assert (made.exact, made.engine_nodes) == (True, []), made.text
     outcome, logs = run_on_server(doc)
     same_numbers(run_script(made.text, tmp_path), transcript(doc, made, outcome, logs))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_a_linear_regression_predicts_the_same_numbers(fit_intercept, tmp_path):
+    """Issue 51 item 2: the classical category's LinearRegression as scikit-learn code."""
+    node = lambda i, t, **p: {"id": i, "type": t, "position": {"x": 0, "y": 0}, "data": {"params": p}}
+    edge = lambda s, sh, t, th: {"id": f"{s}-{t}-{th}", "source": s, "sourceHandle": sh, "target": t, "targetHandle": th}
+    doc = document.normalise({"name": "line", "settings": {"seed": 5}, "nodes": [
+        node("start", "Start"), node("x", "TensorInput", shape="8,2", value_mode="random", seed=1),
+        node("y", "TensorInput", shape="8", value_mode="random", seed=2),
+        node("q", "TensorInput", shape="3,2", value_mode="random", seed=3),
+        node("fit", "LinearRegression", fit_intercept=fit_intercept),
+        node("p", "Print", label="predictions"), node("c", "Print", label="coef"), node("i", "Print", label="intercept")],
+        "edges": [*({**edge("start", "trigger", t, ""), "type": "trigger"} for t in "xyq"),
+                  edge("x", "tensor", "fit", "x_train"), edge("y", "tensor", "fit", "y_train"),
+                  edge("q", "tensor", "fit", "x_query"), edge("fit", "predictions", "p", "value"),
+                  edge("fit", "coef", "c", "value"), edge("fit", "intercept", "i", "value")]})
+    made = as_python.python_script(doc)
+    assert (made.exact, made.engine_nodes) == (True, []), made.text
+    assert "linear_model.LinearRegression(fit_intercept=" in made.text
+    outcome, logs = run_on_server(doc)
+    same_numbers(run_script(made.text, tmp_path), transcript(doc, made, outcome, logs))

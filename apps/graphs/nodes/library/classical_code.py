@@ -3,8 +3,8 @@
 
 Each function writes what the node's ``run`` computes, in its order: the rows as float64
 arrays, labels as text, the same estimator settings and ``random_state``, so a script prints
-the accuracies the server's run computes. CSVReader, ColumnSelector, RowSelector and
-LinearRegression have no translation yet: the engine runs them. A classifier's 'model' output
+the accuracies the server's run computes. CSVReader, ColumnSelector and RowSelector have no
+translation yet: the engine runs them. A classifier's 'model' output
 (CodefyUI's wrapper around the fitted estimator) is not written either: a graph that wires it
 on has the engine run that classifier.
 """
@@ -148,6 +148,18 @@ def mlp(cls, code, params, x_train, y_train, x_query):
             "classes": _classes(code, model), "train_loss": code.value(f"float({model}.loss_)", "train_loss")}
 
 
+def linear_regression(cls, code, params, x_train, y_train, x_query):
+    targets = code.value(f"{y_train}.float().reshape(len({y_train}), -1).double().numpy()", "targets")
+    model = code.value(f"linear_model.LinearRegression(fit_intercept={params['fit_intercept']!r})", "line_model")
+    code.line(f"{model}.fit({x_train}.double().numpy(), {targets} if {y_train}.dim() == 2 else {targets}[:, 0])")
+    intercept = code.value(f"np.asarray({model}.intercept_, dtype=np.float32)", "intercept")
+    return {"predictions": code.value(f"torch.as_tensor(np.asarray({model}.predict({x_query}.double().numpy()), "
+                                      "dtype=np.float32))", "predictions"),
+            "coef": code.value(f"torch.as_tensor(np.asarray({model}.coef_, dtype=np.float32))", "coef"),
+            "intercept": code.value(f"float({intercept}) if {intercept}.ndim == 0 else torch.as_tensor({intercept})",
+                                    "intercept")}
+
+
 def accuracy(cls, code, params, predictions, labels):
     correct, total = code.name("correct_count"), code.name("label_count")
     code.line(f"{correct} = sum(str(p) == str(t) for p, t in zip({predictions}, {labels}))")
@@ -158,7 +170,7 @@ def accuracy(cls, code, params, predictions, labels):
 
 for _node, _code in ((tables.SyntheticDataset, synthetic_dataset), (tables.TrainTestSplit, train_test_split),
                      (tables.Normalize, normalize), (classical.KNN, knn),
-                     (classical.LogisticRegression, logistic_regression),
+                     (classical.LinearRegression, linear_regression), (classical.LogisticRegression, logistic_regression),
                      (classical.DecisionTreeClassifier, decision_tree),
                      (classical.RandomForestClassifier, random_forest), (classical.SVMClassifier, svm),
                      (classical.MLPClassifier, mlp), (classical.Accuracy, accuracy)):
