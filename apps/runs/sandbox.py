@@ -75,7 +75,9 @@ def bwrap_argv(scratch_mb: int) -> list[str]:
     size = str(scratch_mb * 1024 * 1024)
     argv = [shutil.which("bwrap") or "bwrap",
             "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
-            "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+            "--die-with-parent", "--new-session", "--hostname", "sandbox",
+            # the scratch first: a root under /tmp (a checkout there) is then bound over it, not hidden
+            "--size", size, "--tmpfs", SCRATCH]
     for root in _readable_roots():
         argv += ["--ro-bind", root, root]
     for link in ("lib", "lib64", "bin"):  # a merged /usr's links, where the host has them
@@ -84,8 +86,7 @@ def bwrap_argv(scratch_mb: int) -> list[str]:
     argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
              "--ro-bind", str(CHILD), INSIDE_CHILD,
              "--proc", "/proc", "--dev", "/dev",
-             "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-             "--size", size, "--tmpfs", SCRATCH, "--chdir", SCRATCH]
+             "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--chdir", SCRATCH]
     return argv
 
 
