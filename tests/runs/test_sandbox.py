@@ -82,3 +82,12 @@ def test_errors_name_the_scripts_line():
 def test_an_output_over_the_element_limit_is_refused():
     result = script("return torch.zeros(1000)", limits=ScriptLimits(max_elements=100))
     assert "'out1' holds 1,000 elements, more than the 100 this server allows" in result.error
+
+
+def test_the_scratch_is_mounted_before_python_is_bound_in():
+    """A server installed under /tmp (a CI clone there): its venv is bound over the sandbox's own
+    /tmp, not hidden by it, so scripts still run."""
+    from apps.runs.sandbox import SCRATCH, bwrap_argv
+    argv = bwrap_argv(8)
+    scratch = next(i for i, a in enumerate(argv) if a == "--tmpfs" and argv[i + 1] == SCRATCH)
+    assert scratch < argv.index("--ro-bind")
