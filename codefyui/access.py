@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import uuid
+from typing import Any, Callable
 
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.contrib.auth import get_user_model
@@ -36,10 +37,8 @@ def readable_to(queryset: QuerySet, user) -> QuerySet:
     """The objects of ``queryset`` this user may read: their own, and for a teacher, those of
     the students in the classes they teach (a look over the shoulder: read-only, so every
     write path asks ``visible_to``). Relations by name: this module imports no app."""
-    if not user.is_authenticated:
-        return queryset.none()
-    if not user.has_perm("accounts.look_at_work"):
-        return queryset.filter(owner=user)
+    if not (user.is_authenticated and user.has_perm("accounts.look_at_work")):
+        return visible_to(queryset, user)
     students = get_user_model().objects.filter(enrolment__classroom__teachers=user).values("pk")
     return queryset.filter(Q(owner=user) | Q(owner__in=students))
 
@@ -57,36 +56,37 @@ def note_look(request, owner_id: int, what: str, ref) -> None:
                        path=request.get_full_path()[:300])
 
 
-def find_readable(queryset: QuerySet, user, pk) -> Model | None:
-    """One object the user may read (``readable_to``), or None (also for a malformed id)."""
+def _one(scope: Callable[[QuerySet, Any], QuerySet], queryset: QuerySet, user, pk) -> Model | None:
     try:
-        return readable_to(queryset, user).get(pk=pk)
+        return scope(queryset, user).get(pk=pk)  # get(), not first(): no ORDER BY to build
     except (ObjectDoesNotExist, ValueError, TypeError, ValidationError):
         return None
+
+
+def _found(found: Model | None) -> Model:
+    if found is None:
+        raise Http404("Not found")   # never 403: a stranger learns nothing
+    return found
+
+
+def find_readable(queryset: QuerySet, user, pk) -> Model | None:
+    """One object the user may read (``readable_to``), or None (also for a malformed id)."""
+    return _one(readable_to, queryset, user, pk)
 
 
 def get_readable(queryset: QuerySet, user, pk) -> Model:
     """One object the user may read, or Http404. For reads only: writes ask ``get_visible``."""
-    found = find_readable(queryset, user, pk)
-    if found is None:
-        raise Http404("Not found")
-    return found
+    return _found(find_readable(queryset, user, pk))
 
 
 def find_visible(queryset: QuerySet, user, pk) -> Model | None:
     """One object the user may see, or None (also for a malformed id)."""
-    try:
-        return visible_to(queryset, user).get(pk=pk)  # get(), not first(): no ORDER BY to build
-    except (ObjectDoesNotExist, ValueError, TypeError, ValidationError):
-        return None
+    return _one(visible_to, queryset, user, pk)
 
 
 def get_visible(queryset: QuerySet, user, pk) -> Model:
-    """One object the user may see, or Http404 (never 403: a stranger learns nothing)."""
-    found = find_visible(queryset, user, pk)
-    if found is None:
-        raise Http404("Not found")
-    return found
+    """One object the user may see, or Http404."""
+    return _found(find_visible(queryset, user, pk))
 
 
 def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

@@ -39,12 +39,9 @@ class ClassConsumer(AsyncWebsocketConsumer):
         self.groups_joined = (live.group(class_id), push.user_group(user.pk))
         for name in self.groups_joined:
             await self.channel_layer.group_add(name, self.channel_name)
-        live.pages_open += 1
         await self.accept()
 
     async def disconnect(self, code):
-        if self.groups_joined:
-            live.pages_open -= 1
         for name in self.groups_joined:
             await self.channel_layer.group_discard(name, self.channel_name)
 

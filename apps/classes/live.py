@@ -15,19 +15,21 @@ from apps.runs.models import Run
 log = logging.getLogger("codefyui.classes")
 
 
-# Class pages open in this process (ClassConsumer counts them, on the event loop). With the
-# in-memory layer none open means no run needs its class looked up; a Redis layer's pages may
-# be in another process, so then every started or ended run is looked up.
-pages_open = 0
+PREFIX = "class-"
 
 
 def group(class_id: int) -> str:
-    return f"class-{class_id}"
+    return f"{PREFIX}{class_id}"
 
 
 def _anyone_following() -> bool:
+    """Whether any class page may listen: with the in-memory layer, one of this process's class
+    groups has a socket (else no run needs its class looked up); a Redis layer's pages may be in
+    another process, so then every started or ended run is looked up."""
     layer = get_channel_layer()
-    return layer is not None and (pages_open > 0 or not isinstance(layer, InMemoryChannelLayer))
+    if isinstance(layer, InMemoryChannelLayer):
+        return any(name.startswith(PREFIX) and sockets for name, sockets in list(layer.groups.items()))
+    return layer is not None
 
 
 def run_changed(event: ev.Event) -> None:

@@ -225,36 +225,24 @@ def find_the_failed_run_and_look(page: Page, class_name: str, student: str, name
 
 
 # -- the tests ----------------------------------------------------------------------------------
-def test_a_class_of_30_from_roster_to_a_failed_run_looked_at(browser, web_server, teacher_account, request):
-    """Roster of 30 pasted, cards shown and printed, walkthrough handed out; a student's run
-    fails; the teacher finds it under Failed runs and looks at Reshape's Inspector. JS on."""
-    class_name = "Year 9 class of 30"
+@pytest.mark.parametrize("js, class_name, prefix, size, student", [
+    (True, "Year 9 class of 30", "nine", 30, "07"), (False, "Year 8 without scripts", "eight", 4, "03")],
+    ids=["js", "nojs"])
+def test_a_roster_to_a_failed_run_looked_at(browser, web_server, teacher_account, request, js, class_name, prefix,
+                                            size, student):
+    """Roster pasted (30 with JavaScript), cards shown and printed, walkthrough handed out; a
+    student's run fails; the teacher finds it under Failed runs and looks at Reshape's Inspector.
+    Without JavaScript every teacher page is links and plain forms (the student's run still uses it)."""
     class_for(web_server, teacher_account, class_name)
-    page = teacher_page(browser, web_server, request, js=True)
+    page = teacher_page(browser, web_server, request, js=js)
     log_in(page, teacher_account["username"], teacher_account["password"])
     open_class(page, class_name)
-    passwords = import_roster(page, class_name, "nine", 30)
-    print_cards(page, "nine", 30, passwords)
-    hand_out(page, class_name, 30)
+    passwords = import_roster(page, class_name, prefix, size)
+    print_cards(page, prefix, size, passwords)
+    hand_out(page, class_name, size)
 
-    student_runs_it_and_it_fails(browser, web_server, request, "nine07", passwords["nine07"])
+    username = f"{prefix}{student}"
+    student_runs_it_and_it_fails(browser, web_server, request, username, passwords[username])
 
-    find_the_failed_run_and_look(page, class_name, "nine07", "Pupil 07 Nine", 30, js=True)
-    page.context.close()
-
-
-def test_the_teachers_part_without_javascript(browser, web_server, teacher_account, request):
-    """The same steps for the teacher with JavaScript off: every page is links and plain forms."""
-    class_name = "Year 8 without scripts"
-    class_for(web_server, teacher_account, class_name)
-    page = teacher_page(browser, web_server, request, js=False)
-    log_in(page, teacher_account["username"], teacher_account["password"])
-    open_class(page, class_name)
-    passwords = import_roster(page, class_name, "eight", 4)
-    print_cards(page, "eight", 4, passwords)
-    hand_out(page, class_name, 4)
-
-    student_runs_it_and_it_fails(browser, web_server, request, "eight03", passwords["eight03"])
-
-    find_the_failed_run_and_look(page, class_name, "eight03", "Pupil 03 Eight", 4, js=False)
+    find_the_failed_run_and_look(page, class_name, username, f"Pupil {student} {prefix.title()}", size, js=js)
     page.context.close()
